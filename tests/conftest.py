@@ -1,0 +1,25 @@
+"""Shared fixtures: the 20-utterance Festival corpus committed under tests/fixtures/slt20."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+FIXTURE_CORPUS = Path(__file__).parent / "fixtures" / "slt20"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _few_threads():
+    # Tests run on 2-core CI machines; intra-op threads beyond that only add contention.
+    torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="session")
+def fixture_corpus() -> Path:
+    assert (FIXTURE_CORPUS / "metadata.csv").is_file(), f"fixture corpus missing at {FIXTURE_CORPUS}"
+    return FIXTURE_CORPUS
+
+
+@pytest.fixture(scope="session")
+def real_wav(fixture_corpus: Path) -> Path:
+    return sorted((fixture_corpus / "wavs").glob("*.wav"))[0]

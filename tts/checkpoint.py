@@ -1,0 +1,152 @@
+"""Self-describing checkpoints: weights + model config + mel config + text frontend (symbol table).
+
+One format serves both training checkpoints (written by Lightning, with optimizer state, weights under
+the `model.` prefix) and exported release checkpoints (weights only, optionally fp16).  Both carry a
+`tts` entry:
+
+    {"format": "tts-checkpoint-v1", "kind": "acoustic" | "vocoder",
+     "model_config": {"_target_": ..., ...},   # the Hydra node that built the model
+     "build_kwargs": {"n_symbols": 84, "n_mels": 80},  # the derived arguments it was given
+     "mel_config": {...}, "frontend": {...} | None, "info": {...}}
+
+`load(path)` rebuilds the model from the file alone.  Writes are atomic (temp file + os.replace), so a
+run killed mid-save leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+from torch import nn
+
+from tts.audio import MelConfig
+
+FORMAT = "tts-checkpoint-v1"
+LIGHTNING_PREFIX = "model."
+
+
+class CheckpointError(RuntimeError):
+    """A missing, corrupt or foreign checkpoint file."""
+
+
+@dataclass
+class CheckpointMeta:
+    kind: str
+    model_config: dict[str, Any]
+    build_kwargs: dict[str, Any]
+    mel_config: MelConfig
+    frontend: dict[str, Any] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "kind": self.kind,
+            "model_config": self.model_config,
+            "build_kwargs": self.build_kwargs,
+            "mel_config": self.mel_config.to_dict(),
+            "frontend": self.frontend,
+            "info": self.info,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CheckpointMeta":
+        if d.get("format") != FORMAT:
+            raise CheckpointError(f"unsupported checkpoint format {d.get('format')!r} (expected {FORMAT})")
+        return cls(
+            kind=d["kind"],
+            model_config=d["model_config"],
+            build_kwargs=d["build_kwargs"],
+            mel_config=MelConfig.from_dict(d["mel_config"]),
+            frontend=d.get("frontend"),
+            info=d.get("info", {}),
+        )
+
+    def build_model(self) -> nn.Module:
+        return instantiate(self.model_config, **self.build_kwargs)
+
+
+@dataclass
+class LoadedCheckpoint:
+    model: nn.Module
+    meta: CheckpointMeta
+
+    @property
+    def mel_config(self) -> MelConfig:
+        return self.meta.mel_config
+
+    def frontend(self):
+        """The text frontend (with its symbol table) the model was trained with."""
+        from tts.text import TextFrontend
+
+        if self.meta.frontend is None:
+            raise CheckpointError(f"a {self.meta.kind} checkpoint has no text frontend")
+        return TextFrontend.from_dict(self.meta.frontend)
+
+
+def atomic_torch_save(obj: Any, path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_raw(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        raw = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:  # truncated zip, pickle garbage, ...
+        raise CheckpointError(f"checkpoint {path} is corrupt or not a torch file: {e}") from e
+    if not isinstance(raw, dict) or "tts" not in raw or "state_dict" not in raw:
+        raise CheckpointError(f"{path} is not a tts checkpoint (no 'tts' description)")
+    return raw
+
+
+def model_state_dict(raw: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Weights of the model alone, whether the file came from Lightning or from `export`."""
+    sd = raw["state_dict"]
+    if any(k.startswith(LIGHTNING_PREFIX) for k in sd):
+        sd = {k[len(LIGHTNING_PREFIX) :]: v for k, v in sd.items() if k.startswith(LIGHTNING_PREFIX)}
+    return sd
+
+
+def load(path: str | Path, device: str | torch.device = "cpu") -> LoadedCheckpoint:
+    """Rebuild the model described by a checkpoint, in eval mode, in float32."""
+    raw = read_raw(path)
+    meta = CheckpointMeta.from_dict(raw["tts"])
+    model = meta.build_model()
+    sd = {k: v.float() if v.is_floating_point() else v for k, v in model_state_dict(raw).items()}
+    try:
+        model.load_state_dict(sd)
+    except RuntimeError as e:
+        raise CheckpointError(f"{path}: weights do not fit the model its config describes: {e}") from e
+    return LoadedCheckpoint(model=model.to(device).eval(), meta=meta)
+
+
+def save(path: str | Path, model: nn.Module, meta: CheckpointMeta, half: bool = False) -> None:
+    """Write an exported (weights-only) checkpoint; `half` stores float weights as fp16."""
+    sd = {k: (v.half() if half and v.is_floating_point() else v).detach().cpu().clone() for k, v in model.state_dict().items()}
+    atomic_torch_save({"tts": meta.to_dict(), "state_dict": sd}, path)
+
+
+def export(src: str | Path, dst: str | Path, half: bool = True, info: dict[str, Any] | None = None) -> None:
+    """Training checkpoint -> small release checkpoint (no optimizer state, fp16 by default)."""
+    loaded = load(src)
+    meta = loaded.meta
+    if info:
+        meta.info = {**meta.info, **info}
+    save(dst, loaded.model, meta, half=half)

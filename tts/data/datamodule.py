@@ -1,0 +1,76 @@
+"""Lightning DataModule: train/val splits of one corpus, length-bucketed batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lightning.pytorch as pl
+from torch.utils.data import DataLoader
+
+from tts.audio import MelConfig
+from tts.data.dataset import Collate, TTSDataset
+from tts.data.sampler import LengthBucketSampler
+from tts.text import TextFrontend
+
+
+class TTSDataModule(pl.LightningDataModule):
+    def __init__(
+        self,
+        root: str,
+        frontend: TextFrontend,
+        mel_config: MelConfig,
+        batch_size: int,
+        num_workers: int = 0,
+        durations_dir: str | None = None,
+        max_frames: int | None = None,
+        val_batch_size: int | None = None,
+        bucket_multiplier: int = 50,
+        train_split: str = "train",
+        val_split: str = "val",
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.root = Path(root)
+        self.frontend = frontend
+        self.mel_config = mel_config
+        self.batch_size = batch_size
+        self.val_batch_size = val_batch_size or batch_size
+        self.num_workers = num_workers
+        self.durations_dir = durations_dir
+        self.max_frames = max_frames
+        self.bucket_multiplier = bucket_multiplier
+        self.train_split, self.val_split = train_split, val_split
+        self.seed = seed
+        self.collate = Collate(mel_pad_value=mel_config.log_floor)
+        self.train_set: TTSDataset | None = None
+        self.val_set: TTSDataset | None = None
+
+    def _dataset(self, split: str) -> TTSDataset:
+        return TTSDataset(self.root, split, self.frontend, self.mel_config, self.durations_dir, self.max_frames)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_set is None:
+            self.train_set = self._dataset(self.train_split)
+            self.val_set = self._dataset(self.val_split)
+
+    def _loader(self, dataset: TTSDataset, batch_size: int, shuffle: bool) -> DataLoader:
+        sampler = LengthBucketSampler(
+            dataset.lengths(), batch_size, self.bucket_multiplier, shuffle=shuffle, seed=self.seed
+        )
+        if shuffle and self.trainer is not None:
+            sampler.set_epoch(self.trainer.current_epoch)
+        return DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=self.collate,
+            num_workers=self.num_workers,
+            persistent_workers=False,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        assert self.train_set is not None
+        return self._loader(self.train_set, self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        assert self.val_set is not None
+        return self._loader(self.val_set, self.val_batch_size, shuffle=False)

@@ -1,0 +1,28 @@
+"""Named outputs shared by all acoustic models (no long tuples)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class LossOutput:
+    """`total` is what the optimiser sees; `terms` are the detached parts, for logging.
+
+    `images` carries optional tensors worth plotting (e.g. "alignment": [L, T] of the first item,
+    "mel_pred": [M, T]); the trainer turns them into TensorBoard images.
+    """
+
+    total: torch.Tensor
+    terms: dict[str, torch.Tensor] = field(default_factory=dict)
+    images: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class MelOutput:
+    """What every model's `infer()` returns at least: raw log-mel [B, M, T] and valid lengths [B]."""
+
+    mels: torch.Tensor
+    mel_lengths: torch.Tensor

@@ -1,0 +1,107 @@
+"""Lightning glue shared by every acoustic recipe: the model brings `loss(batch)`, this brings the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+from torch import nn
+
+from tts.checkpoint import CheckpointMeta, atomic_torch_save
+from tts.data.batch import Batch
+from tts.vocoder.griffin_lim import GriffinLimVocoder
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning checkpoints written to a temp file and renamed: a kill mid-save keeps the old file."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: str, storage_options: Any = None) -> None:
+        atomic_torch_save(checkpoint, path)
+
+
+def colour_image(x: torch.Tensor) -> np.ndarray:
+    """[H, W] tensor -> [3, H, W] float RGB (viridis), low index at the bottom like a spectrogram."""
+    from matplotlib import colormaps
+
+    x = x.detach().float().cpu()
+    x = (x - x.min()) / (x.max() - x.min() + 1e-8)
+    rgb = colormaps["viridis"](x.flip(0).numpy())[..., :3]  # [H, W, 3]
+    return rgb.transpose(2, 0, 1)
+
+
+class AcousticModule(pl.LightningModule):
+    """Trains any acoustic model exposing `loss(batch: Batch) -> LossOutput`.
+
+    `optimizer` / `scheduler` are partials (Hydra `_partial_: true`) taking params / optimizer.
+    `meta` is the checkpoint description added to every Lightning checkpoint, so that the training
+    checkpoint itself can be loaded by `tts.checkpoint.load`.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: Callable[..., torch.optim.Optimizer],
+        meta: CheckpointMeta,
+        scheduler: Callable[..., Any] | None = None,
+        log_audio: bool = True,
+        griffin_lim_iters: int = 32,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.optimizer_factory = optimizer
+        self.scheduler_factory = scheduler
+        self.meta = meta
+        self.log_audio = log_audio
+        self.vocoder = GriffinLimVocoder(meta.mel_config, n_iter=griffin_lim_iters) if log_audio else None
+
+    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        out = self.model.loss(batch)
+        self.log("train/loss", out.total, prog_bar=True, batch_size=len(batch))
+        for name, value in out.terms.items():
+            self.log(f"train/{name}", value, batch_size=len(batch))
+        return out.total
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        out = self.model.loss(batch)
+        self.log("val/loss", out.total, prog_bar=True, batch_size=len(batch), sync_dist=True)
+        for name, value in out.terms.items():
+            self.log(f"val/{name}", value, batch_size=len(batch), sync_dist=True)
+        if batch_idx == 0 and self.global_rank == 0:
+            self._log_media(batch, out.images)
+
+    def _log_media(self, batch: Batch, images: dict[str, torch.Tensor]) -> None:
+        tb = getattr(self.logger, "experiment", None)
+        if tb is None or not hasattr(tb, "add_image"):
+            return
+        step = self.global_step
+        for name, img in images.items():
+            tb.add_image(f"val/{name}", colour_image(img), step)
+        if self.log_audio and self.vocoder is not None and "mel_pred" in images:
+            self.vocoder.to(self.device)
+            mel = images["mel_pred"][None].float()
+            wave = self.vocoder(mel).wave[0].cpu()
+            tb.add_audio("val/griffin_lim_pred", wave[None], step, sample_rate=self.meta.mel_config.sample_rate)
+        if hasattr(self.model, "infer") and self.log_audio and self.vocoder is not None:
+            # free-running inference of the first item: what the model really says, not teacher-forced
+            with torch.no_grad():
+                inf = self.model.infer(batch.tokens[:1], batch.token_lengths[:1])
+            mel = inf.mels[:1, :, : int(inf.mel_lengths[0])]
+            tb.add_image("val/mel_infer", colour_image(mel[0]), step)
+            if getattr(inf, "alignments", None) is not None:
+                tb.add_image("val/alignment_infer", colour_image(inf.alignments[0].T), step)
+            wave = self.vocoder(mel.float()).wave[0].cpu()
+            tb.add_audio("val/griffin_lim_infer", wave[None], step, sample_rate=self.meta.mel_config.sample_rate)
+
+    def configure_optimizers(self):
+        opt = self.optimizer_factory(params=self.model.parameters())
+        if self.scheduler_factory is None:
+            return opt
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer=opt), "interval": "step"}}
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        info = {**self.meta.info, "global_step": int(self.global_step), "epoch": int(self.current_epoch)}
+        checkpoint["tts"] = {**self.meta.to_dict(), "info": info}

@@ -1,0 +1,54 @@
+"""The one vocoder interface shared by both acoustic paradigms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from tts.audio import MelConfig
+
+
+@dataclass
+class WaveOutput:
+    wave: torch.Tensor  # [B, N] float in -1..1, zero after each item's length
+    lengths: torch.Tensor  # [B] samples = mel_lengths * hop_length
+
+
+class Vocoder(nn.Module):
+    """(mel [B, n_mels, T] raw log-mel, mel_lengths [B]) -> WaveOutput.
+
+    Subclasses set `mel_config` (what mels they accept) and implement `_generate(mel) -> [B, N]`.
+    """
+
+    def __init__(self, mel_config: MelConfig) -> None:
+        super().__init__()
+        self.mel_config = mel_config
+
+    @property
+    def sample_rate(self) -> int:
+        return self.mel_config.sample_rate
+
+    def check_mel_config(self, acoustic: MelConfig, what: str = "acoustic model") -> None:
+        acoustic.check_compatible(self.mel_config, what, f"vocoder {type(self).__name__}")
+
+    def _generate(self, mel: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    @torch.inference_mode()
+    def forward(self, mel: torch.Tensor, mel_lengths: torch.Tensor | None = None) -> WaveOutput:
+        if mel.dim() != 3 or mel.shape[1] != self.mel_config.n_mels:
+            raise ValueError(f"expected mel [B, {self.mel_config.n_mels}, T], got {tuple(mel.shape)}")
+        b, _, t = mel.shape
+        if mel_lengths is None:
+            mel_lengths = torch.full((b,), t, dtype=torch.long, device=mel.device)
+        # Pad frames beyond each length with silence so they cannot leak into the valid region.
+        frame_mask = torch.arange(t, device=mel.device)[None, :] < mel_lengths[:, None]
+        mel = mel.masked_fill(~frame_mask[:, None, :], self.mel_config.log_floor)
+        wave = self._generate(mel)
+        n = self.mel_config.n_samples(t)
+        wave = wave[:, :n] if wave.shape[1] >= n else nn.functional.pad(wave, (0, n - wave.shape[1]))
+        lengths = mel_lengths * self.mel_config.hop_length
+        sample_mask = torch.arange(n, device=mel.device)[None, :] < lengths[:, None]
+        return WaveOutput(wave=wave.clamp(-1, 1) * sample_mask, lengths=lengths)
