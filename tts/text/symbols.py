@@ -49,6 +49,7 @@ class SymbolTable:
     word_boundary: str = WORD_BOUNDARY
     punctuation: tuple[str, ...] = PUNCTUATION
     _index: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
+    _non_phones: frozenset[str] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         symbols = tuple(self.symbols)
@@ -63,9 +64,12 @@ class SymbolTable:
         if missing:
             raise TextError(f"word boundary/punctuation symbols missing from table: {missing!r}")
         object.__setattr__(self, "_index", {s: i for i, s in enumerate(symbols)})
+        object.__setattr__(
+            self, "_non_phones", frozenset({self.pad, self.word_boundary, *self.punctuation})
+        )
 
     @classmethod
-    def default(cls) -> "SymbolTable":
+    def default(cls) -> SymbolTable:
         """Pad, word boundary, the pause marks, then the 69 stressed ARPAbet phones."""
         return cls(symbols=(PAD, WORD_BOUNDARY, *PUNCTUATION, *ARPABET_PHONES))
 
@@ -96,10 +100,7 @@ class SymbolTable:
 
     def is_phone(self, symbol: str) -> bool:
         """True for phones (anything that is not pad, word boundary or a pause mark)."""
-        return symbol in self._index and symbol not in self._non_phones()
-
-    def _non_phones(self) -> set[str]:
-        return {self.pad, self.word_boundary, *self.punctuation}
+        return symbol in self._index and symbol not in self._non_phones
 
     def unknown(self, symbols: Iterable[str]) -> list[str]:
         """The distinct symbols of `symbols` not in the table, in first-seen order."""
@@ -121,7 +122,7 @@ class SymbolTable:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SymbolTable":
+    def from_dict(cls, data: dict[str, Any]) -> SymbolTable:
         version = data.get("format_version")
         if version != FORMAT_VERSION:
             raise TextError(
@@ -129,8 +130,8 @@ class SymbolTable:
             )
         return cls(
             symbols=tuple(_str_list(data, "symbols")),
-            pad=str(data["pad"]),
-            word_boundary=str(data["word_boundary"]),
+            pad=_str(data, "pad"),
+            word_boundary=_str(data, "word_boundary"),
             punctuation=tuple(_str_list(data, "punctuation")),
         )
 
@@ -139,4 +140,11 @@ def _str_list(data: dict[str, Any], key: str) -> Sequence[str]:
     value = data.get(key)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TextError(f"symbol table field {key!r} must be a list of strings, got {value!r}")
+    return value
+
+
+def _str(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise TextError(f"symbol table field {key!r} must be a string, got {value!r}")
     return value

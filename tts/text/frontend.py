@@ -1,0 +1,133 @@
+"""The text frontend: raw text -> normalised text -> phonemes -> symbol ids.
+
+`TextFrontend.to_dict()` describes the whole configuration (normaliser version, lexicon and
+its version, OOV strategy, symbol table, length guard) so that a checkpoint says exactly how
+its inputs were made, and `TextFrontend.from_dict()` rebuilds the same frontend.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tts.text.errors import EmptyTextError, TextError, TextTooLongError, UnspeakableTextError
+from tts.text.g2p import G2P, cmudict_version
+from tts.text.normalizer import normalize
+from tts.text.sentences import split_sentences
+from tts.text.symbols import SymbolTable
+from tts.text.tokenizer import Tokenizer
+
+logger = logging.getLogger(__name__)
+
+# Bump when normalisation output changes for some input, so checkpoints can tell.
+NORMALIZER_VERSION = 1
+FORMAT_VERSION = 1
+
+
+class TextFrontend:
+    """Normaliser + G2P + tokenizer.
+
+    Characters that cannot be spoken (emoji, CJK, control characters) are dropped with a logged
+    warning, after accents are transliterated (é -> e); see `tts.text.cleaning`.
+
+    Args:
+        symbols: symbol table; defaults to `SymbolTable.default()`.
+        espeak_executable: espeak-ng program used for out-of-vocabulary words; None (or a
+            missing program) spells them letter by letter instead (see `tts.text.g2p`).
+        espeak_voice: espeak-ng voice.
+        max_symbols: if set, `phonemize`/`encode` raise TextTooLongError for text whose symbol
+            sequence is longer; split long text with `split_sentences` first.
+
+    Raises (from phonemize/encode), all `TextError`s:
+        EmptyTextError: empty or whitespace-only text.
+        UnspeakableTextError: nothing speakable after normalisation ("???", only emoji).
+        TextTooLongError: more than `max_symbols` symbols.
+    """
+
+    def __init__(
+        self,
+        symbols: SymbolTable | None = None,
+        espeak_executable: str | None = "espeak-ng",
+        espeak_voice: str = "en-us",
+        max_symbols: int | None = None,
+    ) -> None:
+        if max_symbols is not None and max_symbols < 1:
+            raise TextError(f"max_symbols must be a positive integer or None, got {max_symbols}")
+        self.symbols = symbols if symbols is not None else SymbolTable.default()
+        self.tokenizer = Tokenizer(self.symbols)
+        self.g2p = G2P(espeak_executable=espeak_executable, espeak_voice=espeak_voice)
+        self.max_symbols = max_symbols
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.symbols)
+
+    def normalize(self, text: str) -> str:
+        return normalize(text)
+
+    def phonemize(self, text: str) -> list[str]:
+        """Symbols for `text`: ARPAbet phones with stress, " " word boundaries, pause marks."""
+        if not text or not text.strip():
+            raise EmptyTextError()
+        phonemes = self.g2p.phonemize(self.normalize(text))
+        if not any(self.symbols.is_phone(p) for p in phonemes):
+            raise UnspeakableTextError(text)
+        if self.max_symbols is not None and len(phonemes) > self.max_symbols:
+            raise TextTooLongError(len(phonemes), self.max_symbols, len(split_sentences(text)))
+        return phonemes
+
+    def encode(self, text: str) -> list[int]:
+        """Symbol ids for `text` (see `phonemize` for the errors)."""
+        return self.tokenizer.encode(self.phonemize(text))
+
+    def decode(self, ids: list[int]) -> list[str]:
+        return self.tokenizer.decode(ids)
+
+    # -- serialisation -----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable description of this frontend (goes into checkpoints)."""
+        return {
+            "format_version": FORMAT_VERSION,
+            "language": "en-us",
+            "normalizer_version": NORMALIZER_VERSION,
+            "g2p": self.g2p.to_dict(),
+            "max_symbols": self.max_symbols,
+            "symbols": self.symbols.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TextFrontend:
+        """Rebuild a frontend; warns when this code would normalise/phonemise differently."""
+        if data.get("format_version") != FORMAT_VERSION:
+            raise TextError(
+                f"text frontend format_version {data.get('format_version')!r} is not supported "
+                f"(expected {FORMAT_VERSION})"
+            )
+        if not isinstance(data.get("symbols"), dict):
+            raise TextError("text frontend description has no 'symbols' table")
+        g2p = data.get("g2p") or {}
+        if data.get("normalizer_version") != NORMALIZER_VERSION:
+            logger.warning(
+                "checkpoint text was normalised by normaliser version %s, this code is version %s",
+                data.get("normalizer_version"), NORMALIZER_VERSION,
+            )
+        if g2p.get("lexicon_version") not in (None, cmudict_version()):
+            logger.warning(
+                "checkpoint used cmudict %s, installed cmudict is %s: some pronunciations may differ",
+                g2p.get("lexicon_version"), cmudict_version(),
+            )
+        return cls(
+            symbols=SymbolTable.from_dict(data["symbols"]),
+            espeak_executable=g2p.get("espeak_executable", "espeak-ng"),
+            espeak_voice=g2p.get("espeak_voice", "en-us"),
+            max_symbols=data.get("max_symbols"),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TextFrontend) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return (
+            f"TextFrontend(vocab_size={self.vocab_size}, espeak_executable="
+            f"{self.g2p.espeak_executable!r}, max_symbols={self.max_symbols})"
+        )

