@@ -41,7 +41,8 @@ class LocationSensitiveAttention(nn.Module):
             2, location_filters, location_kernel_size, padding=location_kernel_size // 2, bias=False
         )
         self.location_layer = nn.Linear(location_filters, attention_dim, bias=False)
-        self.v = nn.Linear(attention_dim, 1, bias=True)
+        # No bias on v: softmax is shift-invariant, so a bias would receive no gradient.
+        self.v = nn.Linear(attention_dim, 1, bias=False)
 
     def process_memory(self, memory: torch.Tensor) -> torch.Tensor:
         """memory [B, L, E] -> processed memory [B, L, A]; compute once per utterance."""
