@@ -32,7 +32,8 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
     # Derived, never restated: vocabulary size from the symbol table, n_mels from the mel config.
     build_kwargs = {"n_symbols": len(frontend.symbols), "n_mels": mel_config.n_mels}
     model = instantiate(cfg.model, **build_kwargs)
-    datamodule = instantiate(cfg.data, frontend=frontend, mel_config=mel_config)
+    # _convert_="object": Hydra would otherwise turn the MelConfig dataclass into a DictConfig
+    datamodule = instantiate(cfg.data, frontend=frontend, mel_config=mel_config, _convert_="object")
     stats_path = Path(cfg.data.root) / "features" / "stats.json"
     if hasattr(model, "set_data_statistics") and stats_path.is_file():
         model.set_data_statistics(json.loads(stats_path.read_text()))

@@ -23,3 +23,16 @@ def fixture_corpus() -> Path:
 @pytest.fixture(scope="session")
 def real_wav(fixture_corpus: Path) -> Path:
     return sorted((fixture_corpus / "wavs").glob("*.wav"))[0]
+
+
+@pytest.fixture(scope="session")
+def featurised_corpus(tmp_path_factory, fixture_corpus: Path) -> Path:
+    """A copy of the fixture corpus with features extracted (the committed fixture holds none)."""
+    import shutil
+
+    from data_prep.features import extract_features
+
+    root = tmp_path_factory.mktemp("corpus") / "slt20"
+    shutil.copytree(fixture_corpus, root)
+    extract_features(root, jobs=1)
+    return root

@@ -12,7 +12,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from data_prep.corpus import CorpusError, load_features, read_metadata, read_split
+import soundfile as sf
+
+from data_prep.corpus import CorpusError, load_features, read_metadata, read_split, wav_path
 from tts.audio import MelConfig
 from tts.data.batch import Batch
 from tts.text import TextFrontend
@@ -97,13 +99,15 @@ class TTSDataset(Dataset[Item]):
         return {i: cached[i] for i in ids if cached.get(i)}
 
     def _frame_counts(self) -> dict[str, int]:
-        """Frames per utterance, from the features index written by data_prep.features."""
-        index = self.root / "features" / "index.json"
-        if index.is_file():
-            counts = json.loads(index.read_text())
-            if all(i in counts for i in self.ids):
-                return {i: int(counts[i]) for i in self.ids}
-        return {i: int(load_features(self.root, i, self.mel_config)["mel"].shape[-1]) for i in self.ids}
+        """Frames per utterance, derived from the wav headers (1 + N // hop), without loading audio."""
+        counts = {}
+        for i in self.ids:
+            path = wav_path(self.root, i)
+            try:
+                counts[i] = self.mel_config.n_frames(sf.info(str(path)).frames)
+            except Exception as e:
+                raise CorpusError(f"cannot read audio header of {path}: {e}") from e
+        return counts
 
     def lengths(self) -> list[int]:
         """Mel frames per item, in index order (for the length-bucketing sampler)."""
@@ -116,12 +120,12 @@ class TTSDataset(Dataset[Item]):
     def __getitem__(self, index: int) -> Item:
         uid = self.ids[index]
         feats = load_features(self.root, uid, self.mel_config)
-        mel = feats["mel"].float()
+        mel = feats.mel
         tokens = torch.tensor(self.tokens[uid], dtype=torch.long)
         durations = None
         if self.durations_dir is not None:
             durations = load_durations(self.durations_dir, uid, n_tokens=len(tokens), n_frames=mel.shape[-1])
-        return Item(uid, self.texts[uid], tokens, mel, feats["pitch"].float(), feats["energy"].float(), durations)
+        return Item(uid, self.texts[uid], tokens, mel, feats.pitch, feats.energy, durations)
 
 
 def load_durations(durations_dir: Path, uid: str, n_tokens: int, n_frames: int) -> torch.Tensor:

@@ -27,6 +27,12 @@ class GriffinLimVocoder(Vocoder):
         self.n_iter, self.momentum = n_iter, momentum
 
     def _generate(self, mel: torch.Tensor) -> torch.Tensor:
+        # The inverse STFT reflect-pads by n_fft // 2, so very short mels (an untrained model's
+        # output, a one-word utterance) are padded with silence to n_fft // hop + 2 frames; the
+        # interface trims the result back to frames * hop samples.
+        min_frames = self.mel_config.n_fft // self.mel_config.hop_length + 2
+        if mel.shape[-1] < min_frames:
+            mel = torch.nn.functional.pad(mel, (0, min_frames - mel.shape[-1]), value=self.mel_config.log_floor)
         mag = torch.exp(mel.float())  # [B, M, T], magnitude mel (power 1)
         if self.mel_config.power != 1.0:
             mag = mag ** (1.0 / self.mel_config.power)

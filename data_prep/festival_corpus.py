@@ -1,0 +1,382 @@
+"""Build the built-in corpus: Festival's SLT HTS voice reading sentences from Debian's fortunes.
+
+    python -m data_prep.festival_corpus --n 10500 --out data/slt [--jobs 2]
+
+Output (LJSpeech layout, see data_prep.corpus):
+    DIR/wavs/ID.wav           22 050 Hz mono 16-bit, resampled from Festival's 32 kHz by sox `rate -v`
+    DIR/segments/ID.json      Festival's phone segmentation + word sequence + normalised text
+    DIR/metadata.csv          id|text|normalised text (Festival's word expansion, punctuation kept)
+    DIR/splits/{train,val,test}.txt, DIR/corpus.json, DIR/failures.jsonl (sentences Festival failed on)
+
+IDs are `slt_00001`, ... in the sentence order of data_prep.sentences (seeded hash order), so the
+first N of a larger build are the same utterances as a build with --n N. J shards = J threads, each
+driving one long-running `festival` process (the work happens in the child processes, so threads are
+enough). Resumable: an utterance whose wav and segments json exist (json written last, with its text)
+is skipped; a killed run loses only the utterances in flight, whose temp files are swept on restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import soundfile as sf
+
+from data_prep import sentences as sent
+from data_prep.atomic import remove_stale_tmp, tmp_path, write_json_atomic
+from data_prep.corpus import Utterance, segments_path, wav_path, write_metadata
+from data_prep.festival import VOICE, FestivalError, FestivalProcess, SynthResult
+from data_prep.splits import SplitConfig, write_splits
+
+SAMPLE_RATE = 22050
+ID_PREFIX = "slt"
+# sox: -D no dither (byte-reproducible output); `rate -v` = very high quality linear-phase resampler.
+SOX_RATE_EFFECT = ["rate", "-v"]
+# Hash of this builder's source as loaded (not as on disk at the end of a long run).
+BUILDER_SHA256 = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+class ResampleError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Planned:
+    id: str
+    text: str
+
+
+@dataclass
+class BuildSummary:
+    out_dir: str
+    n_requested: int
+    n_utterances: int = 0  # in metadata.csv after this run
+    n_synthesised: int = 0  # this run
+    n_already_done: int = 0
+    n_failed: int = 0  # this run
+    n_failed_total: int = 0  # listed in failures.jsonl for the planned IDs
+    n_clipped: int = 0  # utterances where sox reported clipped samples (this run)
+    audio_seconds: float = 0.0  # whole corpus
+    wall_seconds: float = 0.0
+    splits: dict[str, int] = field(default_factory=dict)
+    festival_sample_rates: set[int] = field(default_factory=set)  # as read from Festival's wavs
+
+    def text(self) -> str:
+        rtf = self.wall_seconds / self.audio_seconds if self.audio_seconds else 0.0
+        return (
+            f"corpus {self.out_dir}\n"
+            f"  utterances: {self.n_utterances} (requested {self.n_requested}; synthesised this run "
+            f"{self.n_synthesised}, already done {self.n_already_done}, failed this run {self.n_failed}, "
+            f"failed in total {self.n_failed_total})\n"
+            f"  audio: {self.audio_seconds / 3600:.2f} h ({self.audio_seconds:.0f} s)\n"
+            f"  wall time: {self.wall_seconds:.0f} s (this run; {rtf:.4f} s per audio second overall)\n"
+            f"  clipped (this run): {self.n_clipped}\n"
+            f"  splits: " + ", ".join(f"{k} {v}" for k, v in self.splits.items())
+        )
+
+
+def plan(texts: list[str], n: int) -> list[Planned]:
+    if n > len(texts):
+        print(f"warning: only {len(texts)} sentences available, fewer than --n {n}", file=sys.stderr)
+    return [Planned(id=f"{ID_PREFIX}_{i + 1:05d}", text=t) for i, t in enumerate(texts[:n])]
+
+
+def is_done(out_dir: Path, item: Planned) -> bool:
+    """wav + json present and the json is for the same text (guards against a changed sentence pool)."""
+    seg = segments_path(out_dir, item.id)
+    if not (seg.is_file() and wav_path(out_dir, item.id).is_file()):
+        return False
+    try:
+        return json.loads(seg.read_text(encoding="utf-8")).get("text") == item.text
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+
+
+def resample_sox(src: Path, dst: Path, sample_rate: int) -> bool:
+    """Resample `src` into `dst` (16-bit mono wav). Returns True if sox reported clipping."""
+    cmd = ["sox", "-D", "-V2", str(src), "-t", "wav", "-r", str(sample_rate), "-b", "16", "-c", "1",
+           "-e", "signed-integer", str(dst), *SOX_RATE_EFFECT]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ResampleError(f"sox failed on {src}: {proc.stderr.strip()}")
+    return "clipped" in proc.stderr
+
+
+def synth_utterance(fest: FestivalProcess, out_dir: Path, item: Planned) -> tuple[int, bool]:
+    """Synthesise one utterance into wavs/ and segments/ atomically. Returns (n_samples, clipped)."""
+    raw = out_dir / ".festival32k" / f"{item.id}.wav"
+    wav, seg = wav_path(out_dir, item.id), segments_path(out_dir, item.id)
+    wav_tmp, seg_tmp = tmp_path(wav), tmp_path(seg)
+    try:
+        result: SynthResult = fest.synth(item.id, item.text, raw)
+        if not result.segments or not result.words:
+            raise FestivalError("festival produced no phones or words")
+        raw_info = sf.info(str(raw))
+        clipped = resample_sox(raw, wav_tmp, SAMPLE_RATE)
+        n_samples = sf.info(str(wav_tmp)).frames
+        record = {
+            "id": item.id,
+            "text": item.text,
+            "normalised_text": result.normalised_text(),
+            "words": result.words,
+            "sample_rate": SAMPLE_RATE,
+            "n_samples": n_samples,
+            "festival_sample_rate": raw_info.samplerate,
+            "festival_n_samples": raw_info.frames,
+            "segments": [{"phone": s.phone, "end": s.end, "word": s.word} for s in result.segments],
+        }
+        seg_tmp.write_text(json.dumps(record, indent=None) + "\n", encoding="utf-8")
+        # wav first, json last: the json is the "utterance complete" marker that is_done checks.
+        wav_tmp.replace(wav)
+        seg_tmp.replace(seg)
+        return n_samples, clipped
+    finally:
+        for p in (raw, wav_tmp, seg_tmp):
+            p.unlink(missing_ok=True)
+
+
+class _Progress:
+    """Thread-safe counters + a progress line every `every` utterances."""
+
+    def __init__(self, total: int, every: int = 100) -> None:
+        self.total, self.every = total, every
+        self.done = self.failed = self.clipped = 0
+        self.lock = threading.Lock()
+        self.t0 = time.monotonic()
+
+    def tick(self, ok: bool, clipped: bool = False) -> None:
+        with self.lock:
+            self.done += ok
+            self.failed += not ok
+            self.clipped += clipped
+            n = self.done + self.failed
+            if n % self.every == 0 or n == self.total:
+                dt = time.monotonic() - self.t0
+                eta = dt / n * (self.total - n)
+                print(f"  {n}/{self.total} ({self.failed} failed) {dt:.0f} s, eta {eta:.0f} s", flush=True)
+
+
+def _shard_worker(work: queue.Queue[Planned], out_dir: Path, timeout_s: float, progress: _Progress,
+                  failures: list[dict[str, str]], stop: threading.Event, errors: list[BaseException]) -> None:
+    fest = FestivalProcess(voice=VOICE, timeout_s=timeout_s)
+    try:
+        fest.start()  # a missing festival/voice is fatal for the build, reported by build_corpus
+    except (OSError, FestivalError) as e:
+        errors.append(e)
+        return
+    try:
+        while not stop.is_set():
+            try:
+                item = work.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                _, clipped = synth_utterance(fest, out_dir, item)
+                progress.tick(ok=True, clipped=clipped)
+            except (FestivalError, ResampleError, RuntimeError, OSError) as e:
+                if stop.is_set():
+                    return  # interrupted: not the sentence's fault, retried on the next run
+                print(f"FAILED {item.id} {item.text!r}: {e}", file=sys.stderr, flush=True)
+                record = {"id": item.id, "text": item.text, "error": str(e)}
+                with progress.lock:
+                    failures.append(record)
+                    with open(out_dir / "failures.jsonl", "a", encoding="utf-8") as f:
+                        f.write(json.dumps(record) + "\n")
+                progress.tick(ok=False)
+    finally:
+        fest.close()
+
+
+def _read_failures(out_dir: Path) -> dict[str, str]:
+    """id -> text of earlier failures (skipped again unless --retry-failed)."""
+    path = out_dir / "failures.jsonl"
+    out: dict[str, str] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+                out[rec["id"]] = rec["text"]
+            except (json.JSONDecodeError, KeyError):
+                continue  # a line torn by a kill
+    return out
+
+
+def _tool_versions() -> dict[str, str]:
+    versions = {}
+    for pkg in ("festival", "festvox-us-slt-hts", "festlex-cmu", "sox", "fortunes", "fortunes-min"):
+        try:
+            versions[pkg] = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg],
+                                           capture_output=True, text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            versions[pkg] = "unknown"
+    return versions
+
+
+def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dict[str, object],
+                 split_config: SplitConfig = SplitConfig(), timeout_s: float = 120.0,
+                 retry_failed: bool = False, command: str | None = None) -> BuildSummary:
+    """Synthesise the first `n` of `texts` into `out_dir` (resuming), then write metadata/splits/corpus.json."""
+    t0 = time.monotonic()
+    if shutil.which("sox") is None:
+        raise FileNotFoundError("`sox` not found on PATH: apt-get install -y --no-install-recommends sox")
+    out_dir = Path(out_dir)
+    for sub in ("wavs", "segments", ".festival32k"):
+        (out_dir / sub).mkdir(parents=True, exist_ok=True)
+        remove_stale_tmp(out_dir / sub)
+    for p in (out_dir / ".festival32k").glob("*.wav"):
+        p.unlink()
+
+    planned = plan(texts, n)
+    earlier_failures = {} if retry_failed else _read_failures(out_dir)
+    if retry_failed:
+        (out_dir / "failures.jsonl").unlink(missing_ok=True)
+    summary = BuildSummary(out_dir=str(out_dir), n_requested=n)
+    work: queue.Queue[Planned] = queue.Queue()
+    for item in planned:
+        if is_done(out_dir, item):
+            summary.n_already_done += 1
+        elif earlier_failures.get(item.id) != item.text:
+            work.put(item)
+
+    n_work = work.qsize()
+    print(f"{len(planned)} planned, {summary.n_already_done} already done, {n_work} to synthesise "
+          f"with {jobs} festival processes", flush=True)
+    progress = _Progress(total=n_work)
+    failures: list[dict[str, str]] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    workers = [threading.Thread(target=_shard_worker, daemon=True,
+                                args=(work, out_dir, timeout_s, progress, failures, stop, errors))
+               for _ in range(min(jobs, max(n_work, 1)))]
+    for w in workers:
+        w.start()
+    try:
+        for w in workers:
+            while w.is_alive():
+                w.join(timeout=1.0)
+    except KeyboardInterrupt:
+        stop.set()  # workers finish their in-flight utterance and exit; festival children get EOF
+        for w in workers:
+            w.join()
+        raise
+    if errors and not work.empty():
+        raise RuntimeError(f"festival could not be started: {errors[0]}") from errors[0]
+    summary.n_synthesised, summary.n_failed, summary.n_clipped = progress.done, progress.failed, progress.clipped
+    try:
+        (out_dir / ".festival32k").rmdir()  # only Festival's temporary 32 kHz files lived there
+    except OSError:
+        pass
+
+    summary = _finalise(out_dir, planned, summary, split_config)
+    summary.wall_seconds = time.monotonic() - t0
+    write_json_atomic(out_dir / "corpus.json", _corpus_info(summary, split_config, source, command))
+    return summary
+
+
+def _finalise(out_dir: Path, planned: list[Planned], summary: BuildSummary,
+              split_config: SplitConfig) -> BuildSummary:
+    """metadata.csv + splits from the utterances that are complete on disk."""
+    utts, seconds = [], 0.0
+    failed = _read_failures(out_dir)
+    for item in planned:
+        if is_done(out_dir, item):
+            rec = json.loads(segments_path(out_dir, item.id).read_text(encoding="utf-8"))
+            utts.append(Utterance(id=item.id, text=item.text, normalised_text=rec["normalised_text"]))
+            seconds += rec["n_samples"] / rec["sample_rate"]
+            summary.festival_sample_rates.add(rec["festival_sample_rate"])
+        elif failed.get(item.id) == item.text:
+            summary.n_failed_total += 1
+    write_metadata(out_dir, utts)
+    summary.n_utterances = len(utts)
+    summary.audio_seconds = seconds
+    summary.splits = write_splits(out_dir, [u.id for u in utts], split_config)
+    return summary
+
+
+def _corpus_info(summary: BuildSummary, split_config: SplitConfig, source: dict[str, object],
+                 command: str | None) -> dict[str, object]:
+    return {
+        "name": "festival-slt-fortunes",
+        "builder": "data_prep.festival_corpus",
+        "builder_sha256": BUILDER_SHA256,
+        "n_requested": summary.n_requested,
+        "n_utterances": summary.n_utterances,
+        "n_failed": summary.n_failed_total,
+        "hours": round(summary.audio_seconds / 3600, 4),
+        "voice": VOICE,
+        "sample_rate": SAMPLE_RATE,
+        "festival_sample_rate": sorted(summary.festival_sample_rates),
+        "resampler": "sox -D " + " ".join(SOX_RATE_EFFECT) + " (very high quality, no dither)",
+        "id_format": f"{ID_PREFIX}_%05d, position in the sentence order",
+        "command": command,
+        "text_source": source,
+        "splits": {**split_config.to_dict(), "sizes": summary.splits},
+        "tool_versions": _tool_versions(),
+        "last_run": {
+            "synthesised": summary.n_synthesised,
+            "already_done": summary.n_already_done,
+            "failed": summary.n_failed,
+            "wall_seconds": round(summary.wall_seconds, 1),
+        },
+    }
+
+
+def load_texts(sentences_file: Path | None, config: sent.SentenceConfig) -> tuple[list[str], dict[str, object]]:
+    """The ordered sentence pool and its provenance: fortunes, or a file of one sentence a line."""
+    if sentences_file is None:
+        return sent.fortune_sentences(config), {
+            "kind": "debian-fortunes", **sent.source_provenance(), "sentence_config": vars(config)}
+    lines = sentences_file.read_text(encoding="utf-8").splitlines()
+    kept, seen = [], set()
+    for line in lines:
+        line = " ".join(line.split())
+        if line and sent.filter_reason(line, config) is None and line.lower() not in seen:
+            kept.append(line)
+            seen.add(line.lower())
+    return kept, {"kind": "sentences-file", "path": str(sentences_file),
+                  "sha256": hashlib.sha256(sentences_file.read_bytes()).hexdigest(),
+                  "sentence_config": vars(config), "order": "file order"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, required=True, help="number of sentences (the first N in corpus order)")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="festival processes (default: cores)")
+    ap.add_argument("--max-words", type=int, default=25, help="longest sentence in words (fixtures use fewer)")
+    ap.add_argument("--sentences", type=Path, default=None,
+                    help="use this file (one sentence a line, file order, same filters) instead of fortunes")
+    ap.add_argument("--test-fraction", type=float, default=SplitConfig.test_fraction)
+    ap.add_argument("--val-fraction", type=float, default=SplitConfig.val_fraction)
+    ap.add_argument("--min-per-split", type=int, default=SplitConfig.min_per_split,
+                    help="tiny-corpus rule: top up val/test to this many (capped at N//3)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per sentence before festival is restarted")
+    ap.add_argument("--retry-failed", action="store_true", help="retry sentences listed in failures.jsonl")
+    args = ap.parse_args(argv)
+
+    config = sent.SentenceConfig(max_words=args.max_words)
+    texts, source = load_texts(args.sentences, config)
+    split_config = SplitConfig(args.test_fraction, args.val_fraction, args.min_per_split)
+    command = "python -m data_prep.festival_corpus " + " ".join(sys.argv[1:] if argv is None else argv)
+    try:
+        summary = build_corpus(args.out, texts, args.n, max(1, args.jobs), source, split_config,
+                               args.timeout, args.retry_failed, command)
+    except (FileNotFoundError, RuntimeError) as e:  # missing festival/sox/voice: say so, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(summary.text(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Tiny CPU training runs of the acoustic recipe (Hydra compose -> Lightning fit), resume, and kill."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf
+
+from recipes.train import build
+from tts import checkpoint
+from tts.paths import CONF_DIR, REPO_ROOT
+from tts.data.dataset import TTSDataset
+
+TINY_AR = [
+    "model.embedding_dim=32", "model.encoder_dim=32", "model.prenet_dim=16", "model.attention_rnn_dim=32",
+    "model.decoder_rnn_dim=32", "model.attention_dim=16", "model.postnet_channels=16", "model.location_filters=4",
+]
+
+
+def config(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=overrides, return_hydra_config=True)
+    # as @hydra.main does: ${hydra:...} interpolations (e.g. the run name) need the Hydra config set
+    HydraConfig.instance().set_config(cfg)
+    return cfg
+
+
+def fit(overrides: list[str]):
+    cfg = config(overrides)
+    module, datamodule, trainer = build(cfg)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=cfg.ckpt_path)
+    return module, trainer
+
+
+@pytest.mark.parametrize("experiment", ["ar_cpu_small", "ar_paper", "nar_cpu_small", "nar_paper"])
+def test_experiment_presets_compose_and_instantiate(experiment, featurised_corpus: Path, tmp_path: Path):
+    cfg = config([f"experiment={experiment}", f"data.root={featurised_corpus}", f"exp_dir={tmp_path}"])
+    assert cfg.name == experiment
+    module, datamodule, trainer = build(cfg)
+    assert sum(p.numel() for p in module.model.parameters()) > 1e6
+    assert module.meta.build_kwargs == {"n_symbols": 78, "n_mels": 80}
+
+
+def test_ar_tiny_training_run_resume_and_self_describing_checkpoint(featurised_corpus: Path, tmp_path: Path):
+    base = ["debug=tiny", f"data.root={featurised_corpus}", f"exp_dir={tmp_path}", *TINY_AR]
+    module, trainer = fit(base)
+    assert trainer.global_step == 20
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    assert last.is_file()
+    assert (tmp_path / "tb").is_dir() and any((tmp_path / "tb").rglob("events.out.tfevents*"))
+
+    # the training checkpoint rebuilds the model by itself and the model runs
+    loaded = checkpoint.load(last)
+    frontend = loaded.frontend()
+    ids = torch.tensor([frontend.encode("Hello world.")])
+    out = loaded.model.infer(ids, torch.tensor([ids.shape[1]]), max_decoder_steps=5)
+    assert out.mels.shape[:2] == (1, 80)
+
+    # resume continues the step count instead of restarting
+    module2, trainer2 = fit(base + ["trainer.max_steps=30", "ckpt_path=last"])
+    assert trainer2.global_step == 30
+
+    # exported release checkpoint (fp16, no optimizer state)
+    checkpoint.export(last, tmp_path / "ar.pt")
+    assert (tmp_path / "ar.pt").stat().st_size < last.stat().st_size
+
+
+def test_killed_run_resumes_from_last_checkpoint(featurised_corpus: Path, tmp_path: Path):
+    overrides = ["debug=tiny", f"data.root={featurised_corpus}", f"exp_dir={tmp_path}", "trainer.max_steps=400",
+                 "checkpoint_every_n_steps=5", "log_audio=false", *TINY_AR]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "recipes.train", *overrides], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    deadline = time.monotonic() + 240
+    while not last.is_file() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    assert last.is_file(), proc.stderr.read().decode()[-3000:] if proc.poll() is not None else "no checkpoint in time"
+    time.sleep(2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    step_at_kill = checkpoint.read_raw(last)["global_step"]
+    assert 5 <= step_at_kill < 400
+    _, trainer = fit(overrides[:3] + ["trainer.max_steps=" + str(step_at_kill + 5), "ckpt_path=last",
+                                      "checkpoint_every_n_steps=5", "log_audio=false", *TINY_AR])
+    assert trainer.global_step == step_at_kill + 5
+
+
+def test_dataset_items_and_collate(featurised_corpus: Path):
+    cfg = config([f"data.root={featurised_corpus}"])
+    from hydra.utils import instantiate
+
+    frontend = instantiate(cfg.text)
+    mel_config = instantiate(cfg.audio)
+    ds = TTSDataset(featurised_corpus, "train", frontend, mel_config)
+    assert len(ds) >= 2 and ds.lengths()[0] == ds[0].mel.shape[-1]
+    from tts.data.dataset import Collate
+
+    batch = Collate(mel_config.log_floor)([ds[0], ds[1]])
+    assert batch.mels.shape[0] == 2 and batch.mels.shape[1] == 80
+    assert batch.mel_mask().sum() == sum(ds.lengths()[:2])
+    assert (batch.mels[~batch.mel_mask()[:, None, :].expand_as(batch.mels)] == mel_config.log_floor).all()
+    # the token cache is reused: a second dataset does not re-run G2P
+    cache = list((featurised_corpus / "cache").glob("tokens-train-*.json"))
+    assert len(cache) == 1

@@ -1,0 +1,366 @@
+"""FastSpeech 2-style non-autoregressive acoustic model (Ren et al. 2021) with a K-step refiner.
+
+tokens [B, L] -> embedding + positions -> encoder FFT blocks -> h [B, L, D]
+   -> variance adaptor: log-duration, pitch, energy predictors; h += pitch_emb + energy_emb
+   -> length regulator (durations: ground truth when training, predicted at inference) -> [B, T, D]
+   -> decoder FFT blocks -> hidden [B, T, D] -> Linear -> coarse mel [B, M, T]
+   -> refiner (optional): K Euler steps of shallow flow matching from the coarse mel -> mel
+
+Feature normalisation lives inside the model (DESIGN.md section 2): the network predicts
+(log_mel - mel_mean) / mel_std with per-channel buffers (defaults: mean -6, std 2.5, scalars fitting
+natural-log speech mels, like the Tacotron 2 model); pitch/energy statistics live in the variance
+adaptor.  `set_data_statistics(stats)` installs the corpus's features/stats.json.  `infer()` returns
+raw natural-log mels padded with `mel_pad_value` (the mel config's log floor).
+
+Losses (all masked to real tokens/frames): mel L1 in normalised units (balanced across channels),
+MSE on log(d + 1), MSE on normalised token pitch and energy, and the refiner's flow-matching MSE.
+By default the refiner's input (coarse mel and decoder hidden frames) is detached
+(`refiner_detach_coarse`), so the refiner trains like a second stage on a moving but unaffected
+first stage, while a single optimiser trains both.
+
+Constructor defaults are the FastSpeech 2 paper's size; conf/model/nonautoregressive.yaml holds the
+CPU-small size.  `n_symbols` and `n_mels` are derived by the trainer.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from tts.data.batch import Batch, lengths_to_mask
+from tts.models.layers.length_regulator import check_durations, durations_from_log, regulate_length
+from tts.models.layers.transformer import FFTStack
+from tts.models.layers.variance import VarianceAdaptor, VarianceTargets
+from tts.models.outputs import LossOutput, MelOutput
+from tts.models.refiner import FlowMatchingRefiner
+
+__all__ = ["FastSpeech2", "FastSpeech2Output", "NARInferenceOutput"]
+
+_MEL_STD_FLOOR = 1e-2  # natural-log units; stats below this mean a constant channel
+
+
+@dataclass
+class FastSpeech2Output:
+    """Teacher-forced outputs (ground-truth durations, pitch, energy); T = the batch's frame count."""
+
+    mel_coarse: torch.Tensor  # [B, M, T] normalised coarse mel, zero on padded frames
+    mel_target: torch.Tensor  # [B, M, T] normalised target mel, zero on padded frames
+    decoder_hidden: torch.Tensor  # [B, T, D] decoder output frames (the refiner's condition)
+    frame_mask: torch.Tensor  # [B, T] bool
+    token_mask: torch.Tensor  # [B, L] bool
+    log_durations: torch.Tensor  # [B, L] predicted log(d + 1)
+    pitch: torch.Tensor  # [B, L] predicted normalised pitch
+    energy: torch.Tensor  # [B, L] predicted normalised energy
+    targets: VarianceTargets  # token-level targets [B, L]
+
+
+@dataclass
+class NARInferenceOutput(MelOutput):
+    """mels [B, M, T] raw log-mel (refined when K > 0, padded with the log floor), mel_lengths [B], plus:"""
+
+    coarse_mels: torch.Tensor  # [B, M, T] raw log-mel before refinement (the same tensor as mels if K = 0)
+    durations: torch.Tensor  # [B, L] long, frames per token actually used
+    refine_steps_taken: int  # refiner network evaluations (0 without refiner or K = 0)
+    pitch: torch.Tensor  # [B, L] Hz per token after pitch_shift / pitch_scale (the embedded contour)
+    energy: torch.Tensor  # [B, L] raw energy per token after energy_scale
+    truncated: torch.Tensor  # [B] bool, True where the max_frames guard cut the item
+
+
+class FastSpeech2(nn.Module):
+    def __init__(
+        self,
+        n_symbols: int,
+        n_mels: int,
+        padding_idx: int = 0,
+        # encoder / decoder FFT blocks
+        d_model: int = 256,
+        encoder_layers: int = 4,
+        decoder_layers: int = 4,
+        n_heads: int = 2,
+        ffn_channels: int = 1024,
+        ffn_kernel_size: int = 9,
+        ffn_kernel_size_out: int = 1,
+        dropout: float = 0.2,
+        attention_dropout: float = 0.1,
+        pre_norm: bool = False,
+        # variance adaptor
+        predictor_channels: int = 256,
+        predictor_kernel_size: int = 3,
+        predictor_layers: int = 2,
+        predictor_dropout: float = 0.5,
+        variance_embedding_kernel_size: int = 3,
+        # loss weights
+        duration_loss_weight: float = 1.0,
+        pitch_loss_weight: float = 1.0,
+        energy_loss_weight: float = 1.0,
+        # refiner: a factory (Hydra `_partial_: true` node) called with n_mels= and cond_channels=
+        refiner: Callable[..., FlowMatchingRefiner] | None = None,
+        refiner_loss_weight: float = 1.0,
+        refiner_detach_coarse: bool = True,
+        refine_steps: int = 4,
+        # inference
+        min_token_frames: int = 0,
+        max_frames: int = 4000,
+        # normalisation defaults (replaced by set_data_statistics)
+        mel_mean: float = -6.0,
+        mel_std: float = 2.5,
+        mel_pad_value: float = math.log(1e-5),
+    ) -> None:
+        super().__init__()
+        if refine_steps < 0:
+            raise ValueError(f"refine_steps must be >= 0, got {refine_steps}")
+        self.n_mels = n_mels
+        self.duration_loss_weight = duration_loss_weight
+        self.pitch_loss_weight = pitch_loss_weight
+        self.energy_loss_weight = energy_loss_weight
+        self.refiner_loss_weight = refiner_loss_weight
+        self.refiner_detach_coarse = refiner_detach_coarse
+        self.refine_steps = refine_steps
+        self.min_token_frames = min_token_frames
+        self.max_frames = max_frames
+        self.mel_pad_value = mel_pad_value
+
+        def fft_stack(n_layers: int) -> FFTStack:
+            return FFTStack(
+                d_model, n_layers, n_heads, ffn_channels, ffn_kernel_size, ffn_kernel_size_out, dropout, attention_dropout, pre_norm
+            )
+
+        self.embedding = nn.Embedding(n_symbols, d_model, padding_idx=padding_idx)
+        nn.init.normal_(self.embedding.weight, std=d_model**-0.5)
+        with torch.no_grad():
+            self.embedding.weight[padding_idx].zero_()
+        self.embed_scale = math.sqrt(d_model)  # unit-variance embeddings next to the [-1, 1] positions
+        self.encoder = fft_stack(encoder_layers)
+        self.variance = VarianceAdaptor(
+            d_model, predictor_channels, predictor_kernel_size, predictor_layers, predictor_dropout, variance_embedding_kernel_size
+        )
+        self.decoder = fft_stack(decoder_layers)
+        self.mel_proj = nn.Linear(d_model, n_mels)
+        self.refiner = refiner(n_mels=n_mels, cond_channels=d_model) if refiner is not None else None
+        self.register_buffer("mel_mean", torch.full((n_mels,), float(mel_mean)))
+        self.register_buffer("mel_std", torch.full((n_mels,), float(mel_std)))
+
+    # --- normalisation -----------------------------------------------------------------------------
+    def set_data_statistics(self, stats: dict) -> None:
+        """Install features/stats.json statistics; missing or non-finite entries keep their values.
+
+        Reads stats["mel"]["mean"/"std"] (n_mels lists), the voiced-frame log-Hz pitch statistics
+        under "log_mean"/"log_std" or data_prep's "mean_log_hz"/"std_log_hz" (if only Hz statistics
+        exist, "mean"/"mean_hz" and "std"/"std_hz", then log_mean = log(mean) and log_std = std / mean,
+        the first-order approximation), and stats["energy"]["mean"/"std"].  A wrong channel count is
+        an error (a different mel definition); a NaN (e.g. no voiced frame) is skipped with a warning.
+        """
+
+        def pick(d: dict, *keys: str) -> float | None:
+            for k in keys:
+                v = d.get(k)
+                if v is None:
+                    continue
+                if not math.isfinite(float(v)):
+                    warnings.warn(f"ignoring non-finite statistic {k}={v}; keeping the current value")
+                    return None
+                return float(v)
+            return None
+
+        mel = stats.get("mel") or {}
+        for name, buf in (("mean", self.mel_mean), ("std", self.mel_std)):
+            if name not in mel:
+                continue
+            value = torch.as_tensor(mel[name], dtype=torch.float32).flatten()
+            if value.numel() == 1:
+                value = value.expand(self.n_mels)
+            if value.numel() != self.n_mels:
+                raise ValueError(f"stats mel {name} has {value.numel()} channels, model has n_mels={self.n_mels}")
+            if not torch.isfinite(value).all():
+                warnings.warn(f"ignoring non-finite mel {name} statistics; keeping the current values")
+                continue
+            # a near-constant channel (e.g. always at the log floor) must not be blown up by ~1/0
+            buf.copy_(value.clamp_min(_MEL_STD_FLOOR) if name == "std" else value)
+        pitch = stats.get("pitch") or {}
+        log_mean, log_std = pick(pitch, "log_mean", "mean_log_hz"), pick(pitch, "log_std", "std_log_hz")
+        hz_mean, hz_std = pick(pitch, "mean", "mean_hz"), pick(pitch, "std", "std_hz")
+        if log_mean is None and hz_mean is not None and hz_mean > 0:
+            log_mean = math.log(hz_mean)
+        if log_std is None and hz_std is not None and hz_mean is not None and hz_mean > 0:
+            log_std = hz_std / hz_mean
+        energy = stats.get("energy") or {}
+        self.variance.set_statistics(log_mean, log_std, pick(energy, "mean"), pick(energy, "std"))
+
+    def normalise(self, mel: torch.Tensor) -> torch.Tensor:
+        """raw log-mel [B, M, T] -> normalised."""
+        return (mel - self.mel_mean[:, None]) / self.mel_std[:, None]
+
+    def denormalise(self, mel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """normalised [B, M, T], frame mask [B, T] -> raw log-mel, padding = mel_pad_value."""
+        raw = mel * self.mel_std[:, None] + self.mel_mean[:, None]
+        return raw.masked_fill(~mask[:, None, :], self.mel_pad_value)
+
+    # --- building blocks ---------------------------------------------------------------------------
+    def encode(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+        """tokens [B, L] -> encoder output [B, L, D] (zero on padding)."""
+        x = self.embedding(tokens.masked_fill(~token_mask, 0).clamp_min(0)) * self.embed_scale
+        return self.encoder(x, token_mask)
+
+    def decode(self, frames: torch.Tensor, frame_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """frames [B, T, D] -> (decoder hidden [B, T, D], normalised coarse mel [B, M, T]), zero on padding."""
+        hidden = self.decoder(frames, frame_mask)
+        mel = self.mel_proj(hidden).transpose(1, 2) * frame_mask[:, None, :].to(hidden.dtype)
+        return hidden, mel
+
+    # --- training ----------------------------------------------------------------------------------
+    def forward(self, batch: Batch) -> FastSpeech2Output:
+        """Teacher-forced pass with the batch's durations, pitch and energy."""
+        if batch.durations is None or batch.pitch is None or batch.energy is None:
+            raise ValueError("FastSpeech2 needs batch.durations, batch.pitch and batch.energy (extract features first)")
+        token_mask = batch.token_mask()
+        frame_mask = batch.mel_mask()
+        durations = batch.durations.long() * token_mask  # garbage on padded tokens must not expand
+        check_durations(durations, batch.token_lengths, batch.mel_lengths)
+        n_frames = batch.mels.shape[2]
+        fmask = frame_mask.to(batch.mels.dtype)
+        targets = self.variance.targets(durations, batch.pitch * fmask, batch.energy * fmask, token_mask)
+        h = self.encode(batch.tokens, token_mask)
+        var = self.variance(h, token_mask, pitch_target=targets.pitch, energy_target=targets.energy)
+        reg = regulate_length(var.hidden, durations, max_len=n_frames)
+        hidden, mel_coarse = self.decode(reg.frames, frame_mask)
+        mel_target = self.normalise(batch.mels) * fmask[:, None, :]
+        return FastSpeech2Output(
+            mel_coarse, mel_target, hidden, frame_mask, token_mask, var.log_durations, var.pitch, var.energy, targets
+        )
+
+    def loss(self, batch: Batch) -> LossOutput:
+        out = self(batch)
+        tm = out.token_mask.to(out.mel_coarse.dtype)  # [B, L]
+        fm = out.frame_mask.to(out.mel_coarse.dtype)  # [B, T]
+        n_tokens = tm.sum().clamp_min(1.0)
+
+        def token_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            return (((pred - target) ** 2) * tm).sum() / n_tokens
+
+        mel_l1 = ((out.mel_coarse - out.mel_target).abs() * fm[:, None, :]).sum() / (fm.sum() * self.n_mels).clamp_min(1.0)
+        duration_mse = token_mse(out.log_durations, out.targets.log_durations)
+        pitch_mse = token_mse(out.pitch, out.targets.pitch)
+        energy_mse = token_mse(out.energy, out.targets.energy)
+        total = (
+            mel_l1
+            + self.duration_loss_weight * duration_mse
+            + self.pitch_loss_weight * pitch_mse
+            + self.energy_loss_weight * energy_mse
+        )
+        terms = {"mel_l1": mel_l1, "duration_mse": duration_mse, "pitch_mse": pitch_mse, "energy_mse": energy_mse}
+        coarse, cond = self._refiner_inputs(out)
+        if self.refiner is not None:
+            refiner_fm = self.refiner.loss(out.mel_target, coarse, cond, out.frame_mask)
+            total = total + self.refiner_loss_weight * refiner_fm
+            terms["refiner_fm"] = refiner_fm
+        with torch.no_grad():  # length accuracy as inference would see it (speed 1, no min-frames bump)
+            pred_d = torch.round(torch.exp(out.log_durations) - 1.0).clamp_min(0.0) * tm
+            true_d = torch.expm1(out.targets.log_durations)
+            terms["length_abs_error_frames"] = (pred_d.sum(1) - true_d.sum(1)).abs().mean()
+            terms["duration_abs_error_frames"] = ((pred_d - true_d).abs() * tm).sum() / n_tokens
+        terms = {k: v.detach() for k, v in terms.items()}
+        return LossOutput(total=total, terms=terms, images=self._images(out, coarse, cond))
+
+    def _refiner_inputs(self, out: FastSpeech2Output) -> tuple[torch.Tensor, torch.Tensor]:
+        """(coarse [B, M, T], cond [B, D, T]) for the refiner, detached unless refiner_detach_coarse is off."""
+        coarse, cond = out.mel_coarse, out.decoder_hidden.transpose(1, 2)
+        if self.refiner_detach_coarse:
+            coarse, cond = coarse.detach(), cond.detach()
+        return coarse, cond
+
+    @torch.no_grad()
+    def _images(self, out: FastSpeech2Output, coarse: torch.Tensor, cond: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Item 0, raw log-mel [M, T0].  The refined mel (K steps) only outside training, where it is cheap."""
+        n = int(out.frame_mask[0].sum())
+        mask0 = out.frame_mask[:1, :n]
+        images = {
+            "mel_target": self.denormalise(out.mel_target[:1, :, :n], mask0)[0],
+            "mel_pred": self.denormalise(out.mel_coarse[:1, :, :n], mask0)[0],
+        }
+        if self.refiner is not None and not self.training and self.refine_steps > 0:
+            refined = self.refiner.sample(coarse[:1, :, :n], cond[:1, :, :n], mask0, self.refine_steps).mels
+            images["mel_refined"] = self.denormalise(refined, mask0)[0]
+        return {k: v.detach().float().cpu() for k, v in images.items()}
+
+    # --- inference ---------------------------------------------------------------------------------
+    @torch.no_grad()
+    def infer(
+        self,
+        tokens: torch.Tensor,
+        token_lengths: torch.Tensor,
+        refine_steps: int | None = None,
+        speed: float = 1.0,
+        pitch_shift: float = 0.0,
+        pitch_scale: float = 1.0,
+        energy_scale: float = 1.0,
+        refine_early_stop: float | None = None,
+        temperature: float = 1.0,
+        durations: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> NARInferenceOutput:
+        """tokens [B, L], token_lengths [B] -> NARInferenceOutput (raw log-mel).  Call `.eval()` first.
+
+        refine_steps: K Euler steps (None = the constructor's default; 0 = coarse mel only, exactly).
+        speed: > 1 speaks faster (durations divided by speed before rounding).
+        pitch_shift: semitones added to every token's F0; pitch_scale: multiplies the log-F0 deviation
+        from the utterance mean (0 = monotone).  energy_scale: multiplies the raw energy.
+        refine_early_stop: stop when a step's update RMS (normalised units) falls below this.
+        temperature: scales the refiner's starting noise (0 = deterministic).
+        durations: [B, L] frames per token to use instead of the predicted ones (e.g. ground truth for
+        evaluation); speed still applies if != 1.
+        The early-stop decision is taken for the whole batch; everything else is per item, so an item's
+        output does not depend on its batch (with temperature 0, or a fixed noise).
+        """
+        steps = self.refine_steps if refine_steps is None else int(refine_steps)
+        if steps < 0:
+            raise ValueError(f"refine_steps must be >= 0, got {steps}")
+        token_mask = lengths_to_mask(token_lengths, tokens.shape[1])
+        h = self.encode(tokens, token_mask)
+        var = self.variance(h, token_mask, pitch_shift=pitch_shift, pitch_scale=pitch_scale, energy_scale=energy_scale)
+        if durations is None:
+            d = durations_from_log(var.log_durations, token_mask, speed, self.min_token_frames)
+        else:
+            d = durations.long() * token_mask
+            if speed != 1.0:
+                d = torch.round(d.float() / speed).long()
+        reg = regulate_length(var.hidden, d, max_frames=self.max_frames)
+        frame_mask = lengths_to_mask(reg.frame_lengths, reg.frames.shape[1])
+        hidden, coarse = self.decode(reg.frames, frame_mask)
+        coarse_raw = self.denormalise(coarse, frame_mask)
+        taken = 0
+        mels = coarse_raw
+        if self.refiner is not None and steps > 0:
+            refined = self.refiner.sample(
+                coarse, hidden.transpose(1, 2), frame_mask, steps, temperature, refine_early_stop, generator
+            )
+            mels, taken = self.denormalise(refined.mels, frame_mask), refined.steps_taken
+        return NARInferenceOutput(
+            mels=mels,
+            mel_lengths=reg.frame_lengths,
+            coarse_mels=coarse_raw,
+            durations=reg.durations,
+            refine_steps_taken=taken,
+            pitch=self.variance.pitch_to_hz(var.pitch_used, token_mask),
+            energy=self.variance.energy_to_raw(var.energy_used, token_mask),
+            truncated=reg.truncated,
+        )
+
+    def num_parameters(self) -> dict[str, int]:
+        """Parameter counts per part (for logs and reports)."""
+        parts = {
+            "embedding": self.embedding,
+            "encoder": self.encoder,
+            "variance_adaptor": self.variance,
+            "decoder": self.decoder,
+            "mel_proj": self.mel_proj,
+        }
+        if self.refiner is not None:
+            parts["refiner"] = self.refiner
+        counts = {k: sum(p.numel() for p in m.parameters()) for k, m in parts.items()}
+        counts["total"] = sum(p.numel() for p in self.parameters())
+        return counts
