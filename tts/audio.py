@@ -130,6 +130,9 @@ class MelSpectrogram(nn.Module):
         )
 
     def forward(self, wave: torch.Tensor) -> torch.Tensor:
+        min_samples = self.config.n_fft // 2 + 1  # reflect padding by n_fft // 2 needs this many
+        if wave.shape[-1] < min_samples:
+            raise ValueError(f"audio of {wave.shape[-1]} samples is too short for a mel (need >= {min_samples})")
         mel = self.transform(wave)
         return torch.log(torch.clamp(mel, min=self.config.log_clamp))
 
