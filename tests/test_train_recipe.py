@@ -110,3 +110,13 @@ def test_dataset_items_and_collate(featurised_corpus: Path):
     # the token cache is reused: a second dataset does not re-run G2P
     cache = list((featurised_corpus / "cache").glob("tokens-train-*.json"))
     assert len(cache) == 1
+
+
+def test_ddp_trainer_config_instantiates(featurised_corpus: Path, tmp_path: Path):
+    # GPU DDP cannot run here; the same config on 2 CPU processes builds a DDP trainer (launch is in fit)
+    from lightning.pytorch.strategies import DDPStrategy
+
+    cfg = config(["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.precision=32-true",
+                  f"data.root={featurised_corpus}", f"exp_dir={tmp_path}"])
+    _, _, trainer = build(cfg)
+    assert isinstance(trainer.strategy, DDPStrategy) and trainer.world_size == 2
