@@ -1,7 +1,7 @@
 """Objective evaluation (DESIGN.md section 6): MCD/F0 with DTW, ASR judge, MOS predictors, lengths, reports.
 
 Heavy optional dependencies (faster-whisper, distillmos, speechmos) are imported lazily by the
-modules that need them; pins are in tts/evaluation/requirements.txt.
+modules that need them; pins are in pyproject.toml (extra "eval").
 """
 
 from tts.evaluation.lengths import FailureRates, LengthError, ar_failure_rates, duration_error, length_error

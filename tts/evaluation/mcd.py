@@ -74,7 +74,7 @@ def world_features(
 
     try:
         import pysptk
-    except ImportError as e:  # pragma: no cover - pinned in tts/evaluation/requirements.txt
+    except ImportError as e:  # pragma: no cover - pinned in pyproject.toml extra "eval"
         raise ImportError("MCD needs the 'pysptk' package (pip install pysptk==1.0.1)") from e
 
     x = _as_float64(wave)
