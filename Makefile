@@ -4,12 +4,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system venv demo test corpus-sample
+.PHONY: setup system browser venv demo test
 
 setup: system venv
 
 system:
 	bash scripts/setup_system.sh
+
+# Debian chromium, only for the listening-test browser tests
+browser:
+	bash scripts/setup_browser.sh
 
 venv: $(STAMP)
 
@@ -17,12 +21,12 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,eval]"
+	$(PY) -m pip install -q -e ".[dev,eval,web]"
 	touch $(STAMP)
 
 # The main job: synthesise a sentence with the shipped default model.
 demo: setup
 	$(PY) -m data_prep.festival_corpus --n 100 --out data/sample
 
-test: setup
+test: setup browser
 	$(PY) -m pytest -q tests

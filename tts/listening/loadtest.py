@@ -1,0 +1,106 @@
+"""Loopback load test: N simultaneous simulated raters (threads + httpx) each complete the whole test.
+
+Bounded: at most 200 raters, a wall-clock deadline, and only loopback URLs (127.0.0.1 / localhost /
+::1). Each rater creates a session, then loops GET /api/next -> (optionally GET its audio) ->
+POST /api/answer, re-sending ~10 % of answers to exercise idempotent retries. Afterwards the SQLite
+file (--db) is checked: expected answers (sum of each rater's item count) vs stored rows, distinct
+(rater, item) pairs, duplicates and lost answers.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from urllib.parse import urlparse
+
+import httpx
+
+MAX_RATERS = 200
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _rater(url: str, seed: int, fetch_audio: bool, deadline: float, out: dict, lock: threading.Lock):
+    rng = random.Random(seed)
+    res = {"rater_id": None, "total": 0, "posted": 0, "retries": 0, "created": 0, "duplicate": 0,
+           "errors": 0, "done": False}
+    try:
+        with httpx.Client(base_url=url, timeout=30) as c:
+            r = c.post("/api/session", json={"consent": True})
+            r.raise_for_status()
+            res["rater_id"], res["total"] = r.json()["rater_id"], r.json()["total"]
+            while time.monotonic() < deadline:
+                nxt = c.get("/api/next")
+                nxt.raise_for_status()
+                nxt = nxt.json()
+                if nxt["done"]:
+                    res["done"] = True
+                    break
+                it = nxt["item"]
+                if fetch_audio:
+                    for a in it["audio"]:
+                        c.get(a).raise_for_status()
+                body = {"item_id": it["item_id"]}
+                if it["type"] == "ab":
+                    body["choice"] = rng.choice(["A", "B", "none"])
+                else:
+                    body["score"] = rng.randint(1, 5)
+                sends = 2 if rng.random() < 0.1 else 1
+                for k in range(sends):
+                    r = c.post("/api/answer", json=body)
+                    if r.status_code in (200, 201):
+                        res[r.json()["status"]] += 1
+                    else:
+                        res["errors"] += 1
+                    res["posted"] += 1
+                    res["retries"] += k
+    except Exception as e:  # count, don't crash the other raters
+        res["errors"] += 1
+        res["exception"] = repr(e)
+    with lock:
+        out[seed] = res
+
+
+def verify_db(db_path: str, rater_ids: list[str]) -> dict:
+    con = sqlite3.connect(db_path, timeout=30)
+    try:
+        q = ",".join("?" * len(rater_ids))
+        stored = con.execute(f"SELECT COUNT(*) FROM answers WHERE rater_id IN ({q})", rater_ids).fetchone()[0]
+        distinct = con.execute(f"SELECT COUNT(*) FROM (SELECT DISTINCT rater_id, item_id FROM answers "
+                               f"WHERE rater_id IN ({q}))", rater_ids).fetchone()[0]
+    finally:
+        con.close()
+    return {"stored": stored, "distinct": distinct, "duplicated": stored - distinct}
+
+
+def run_loadtest(url: str, raters: int = 50, fetch_audio: bool = True, timeout_s: float = 120.0,
+                 db_path: str | None = None, seed: int = 0) -> dict:
+    host = urlparse(url).hostname
+    if host not in LOOPBACK:
+        raise ValueError(f"load test only against loopback, not {host!r}")
+    if not 1 <= raters <= MAX_RATERS:
+        raise ValueError(f"--raters must be in 1..{MAX_RATERS}")
+    out: dict = {}
+    lock = threading.Lock()
+    t0 = time.monotonic()
+    deadline = t0 + timeout_s
+    threads = [threading.Thread(target=_rater, args=(url, seed * 1000 + i, fetch_audio, deadline, out, lock),
+                                daemon=True) for i in range(raters)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(0.1, deadline - time.monotonic() + 5))
+    wall = time.monotonic() - t0
+    rs = list(out.values())
+    summary = {"raters": raters, "completed": sum(r["done"] for r in rs), "wall_s": round(wall, 2),
+               "expected": sum(r["total"] for r in rs), "posted": sum(r["posted"] for r in rs),
+               "retries": sum(r["retries"] for r in rs), "created": sum(r["created"] for r in rs),
+               "duplicate_responses": sum(r["duplicate"] for r in rs), "errors": sum(r["errors"] for r in rs),
+               "exceptions": [r["exception"] for r in rs if "exception" in r][:5]}
+    if db_path:
+        ids = [r["rater_id"] for r in rs if r["rater_id"]]
+        v = verify_db(db_path, ids) if ids else {"stored": 0, "distinct": 0, "duplicated": 0}
+        summary.update(v, lost=summary["expected"] - v["distinct"])
+    summary["answers_per_s"] = round(summary["created"] / wall, 1) if wall > 0 else None
+    return summary

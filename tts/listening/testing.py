@@ -1,0 +1,84 @@
+"""Helpers for tests and demos: tone "systems" and a uvicorn server in a subprocess on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import soundfile as sf
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make_tone_systems(root: Path, systems: dict[str, float], ids: list[str], seconds: float = 0.5,
+                      sr: int = 16000) -> dict[str, Path]:
+    """One folder per system of sine tones ID.wav (frequency per system, amplitude per id)."""
+    out = {}
+    t = np.arange(int(seconds * sr)) / sr
+    for name, freq in systems.items():
+        d = Path(root) / name
+        d.mkdir(parents=True, exist_ok=True)
+        for k, sid in enumerate(ids):
+            sf.write(str(d / f"{sid}.wav"), 0.05 * (k + 1) * np.sin(2 * np.pi * freq * t), sr)
+        out[name] = d
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """`python -m tts.listening serve` in a subprocess; .kill() sends SIGKILL (no clean shutdown)."""
+
+    def __init__(self, test_dir: Path, db: Path, admin_token: str = "secret", port: int | None = None):
+        self.test_dir, self.db, self.token = Path(test_dir), Path(db), admin_token
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30.0) -> "ServerProcess":
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tts.listening", "serve", "--test", str(self.test_dir), "--db", str(self.db),
+             "--host", "127.0.0.1", "--port", str(self.port), "--admin-token", self.token],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stdout.read().decode(errors='replace')}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("server did not start in time")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
