@@ -120,3 +120,28 @@ def test_ddp_trainer_config_instantiates(featurised_corpus: Path, tmp_path: Path
                   f"data.root={featurised_corpus}", f"exp_dir={tmp_path}"])
     _, _, trainer = build(cfg)
     assert isinstance(trainer.strategy, DDPStrategy) and trainer.world_size == 2
+
+
+TINY_NAR = ["model.d_model=32", "model.encoder_layers=1", "model.decoder_layers=1", "model.ffn_channels=64",
+            "model.predictor_channels=32", "model.refiner.channels=16", "model.refiner.n_layers=2"]
+
+
+def test_nar_tiny_training_run_on_distilled_durations(featurised_corpus: Path, tmp_path: Path):
+    from helpers import TINY, tiny_checkpoint
+    from recipes.extract_durations import distil
+
+    teacher = checkpoint.load(tiny_checkpoint(tmp_path / "ar.pt", "autoregressive", **TINY["autoregressive"]))
+    dur_dir = tmp_path / "durations"
+    dur_dir.mkdir()
+    for split in ("train", "val"):
+        ds = TTSDataset(featurised_corpus, split, teacher.frontend(), teacher.mel_config)
+        distil(teacher.model, ds, dur_dir, batch_size=8, max_skip=1)
+    module, trainer = fit(["debug=tiny", "model=nonautoregressive", f"data.root={featurised_corpus}",
+                           f"data.durations_dir={dur_dir}", f"exp_dir={tmp_path / 'exp'}", *TINY_NAR])
+    assert trainer.global_step == 20
+    logged = trainer.callback_metrics
+    assert "val/length_abs_error_frames" in logged and "train/duration_abs_error_frames" in logged
+    loaded = checkpoint.load(tmp_path / "exp" / "checkpoints" / "last.ckpt")
+    ids = torch.tensor([loaded.frontend().encode("Hello world.")])
+    out = loaded.model.infer(ids, torch.tensor([ids.shape[1]]), refine_steps=2)
+    assert out.mels.shape[1] == 80 and out.mel_lengths[0] > 0

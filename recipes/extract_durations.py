@@ -1,0 +1,120 @@
+"""Durations for the NAR model, distilled from the AR teacher (or imported): see conf/extract_durations.yaml."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+
+import hydra
+import numpy as np
+import torch
+from omegaconf import DictConfig
+
+from data_prep.atomic import write_json_atomic
+from data_prep.corpus import CorpusError, read_segments
+from tts import checkpoint
+from tts.data.dataset import Collate, TTSDataset
+from tts.durations import monotonic_alignment, word_boundary_error, word_spans_from_segments, word_spans_from_tokens
+
+log = logging.getLogger(__name__)
+
+
+def save_durations(out_dir: Path, uid: str, durations: np.ndarray) -> None:
+    tmp = out_dir / f".{uid}.tmp.npy"
+    np.save(tmp, durations.astype(np.int64))
+    tmp.replace(out_dir / f"{uid}.npy")
+
+
+def distil(model, dataset: TTSDataset, out_dir: Path, batch_size: int, max_skip: int) -> list[str]:
+    """Teacher-forced alignments -> durations; skips utterances already done (resumable)."""
+    collate = Collate(dataset.mel_config.log_floor)
+    todo = [k for k, uid in enumerate(dataset.ids) if not (out_dir / f"{uid}.npy").is_file()]
+    for start in range(0, len(todo), batch_size):
+        batch = collate([dataset[k] for k in todo[start : start + batch_size]])
+        with torch.no_grad():
+            att = model.teacher_forced_alignment(batch)  # [B, T, L]
+        for b, uid in enumerate(batch.ids):
+            T, L = int(batch.mel_lengths[b]), int(batch.token_lengths[b])
+            save_durations(out_dir, uid, monotonic_alignment(att[b, :T, :L].numpy(), max_skip=max_skip))
+        log.info("  %d/%d", min(start + batch_size, len(todo)), len(todo))
+    return [dataset.ids[k] for k in todo]
+
+
+def import_external(path: Path, dataset: TTSDataset, out_dir: Path) -> None:
+    wanted = set(dataset.ids)
+    with open(path) as f:
+        for line_no, line in enumerate(f, 1):
+            rec = json.loads(line)
+            if rec["id"] in wanted:
+                save_durations(out_dir, rec["id"], np.asarray(rec["durations"], dtype=np.int64))
+    missing = [u for u in dataset.ids if not (out_dir / f"{u}.npy").is_file()]
+    if missing:
+        raise CorpusError(f"{path} has no durations for {len(missing)} utterances, e.g. {missing[:3]}")
+
+
+def evaluate(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
+    """Checks (sum, shape) every file; word-boundary error where the Festival side file exists."""
+    from tts.data.dataset import load_durations
+
+    errors, maxima, zero, total, comparable, no_reference = [], [], 0, 0, 0, 0
+    frame_s = dataset.mel_config.frame_seconds
+    for uid in dataset.ids:
+        tokens = dataset.tokens[uid]
+        d = load_durations(out_dir, uid, n_tokens=len(tokens), n_frames=dataset.n_frames[uid]).numpy()
+        phone_mask = [frontend.symbols.is_phone(s) for s in frontend.decode(tokens)]
+        zero += int(((d == 0) & np.array(phone_mask)).sum())
+        total += int(sum(phone_mask))
+        try:
+            seg = read_segments(dataset.root, uid)
+        except CorpusError:
+            no_reference += 1
+            continue
+        ours = word_spans_from_tokens(frontend.decode(tokens), d, frontend.symbols.is_phone)
+        rep = word_boundary_error(ours, word_spans_from_segments(seg.segments), frame_s)
+        if rep.comparable:
+            comparable += 1
+            errors.append(rep.mean_abs_error_ms)
+            maxima.append(rep.max_abs_error_ms)
+    n = len(dataset.ids)
+    return {
+        "utterances": n,
+        "phones_with_zero_frames": zero / max(total, 1),
+        "word_boundary_comparable_utterances": comparable,
+        "utterances_without_reference": no_reference,
+        "word_boundary_mean_abs_error_ms": float(np.mean(errors)) if errors else math.nan,
+        "word_boundary_median_utt_error_ms": float(np.median(errors)) if errors else math.nan,
+        "word_boundary_p90_utt_max_error_ms": float(np.percentile(maxima, 90)) if maxima else math.nan,
+    }
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="extract_durations")
+def main(cfg: DictConfig) -> dict:
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    loaded = checkpoint.load(cfg.checkpoint)
+    frontend = loaded.frontend()
+    out_dir = Path(cfg.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = {"checkpoint": str(cfg.checkpoint), "frontend": frontend.to_dict(), "splits": {}}
+    for split in cfg.splits:
+        dataset = TTSDataset(cfg.data_root, split, frontend, loaded.mel_config)
+        if cfg.limit:
+            dataset.ids = dataset.ids[: cfg.limit]
+        if cfg.external:
+            import_external(Path(cfg.external), dataset, out_dir)
+        else:
+            if not hasattr(loaded.model, "teacher_forced_alignment"):
+                raise TypeError(f"{type(loaded.model).__name__} has no attention to distil durations from")
+            log.info("%s: aligning %d utterances", split, len(dataset))
+            distil(loaded.model, dataset, out_dir, cfg.batch_size, cfg.max_skip)
+        report["splits"][split] = evaluate(dataset, out_dir, frontend)
+        log.info("%s: %s", split, report["splits"][split])
+    write_json_atomic(out_dir / "report.json", report)
+    print(json.dumps(report["splits"], indent=2))
+    return report
+
+
+if __name__ == "__main__":
+    main()
