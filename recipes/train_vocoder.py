@@ -1,0 +1,128 @@
+"""Train a HiFi-GAN vocoder: `python -m recipes.train_vocoder vocoder=hifigan_v3 data=slt`.
+
+Resume a killed run with `ckpt_path=last` (same exp_dir).  Tiny CPU smoke run: `vocoder_debug=tiny`.
+Fine-tune on an acoustic model's teacher-forced mels (format: tts/vocoder/data.py) in a new run:
+`vocoder_data.mel_dir=DIR init_from=exp/vocoder_hifigan_v3/checkpoints/last.ckpt exp_dir=exp/ft` --
+`init_from` copies generator + discriminator weights and starts fresh optimisers and step count.
+The Lightning checkpoints carry the tts description, so `tts.vocoder.registry.load_vocoder(PATH)`
+(or `tts.checkpoint.load(PATH).model`) rebuilds the vocoder from the file alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import hydra
+import lightning.pytorch as pl
+import torch
+from hydra.utils import instantiate
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.loggers import TensorBoardLogger
+from omegaconf import DictConfig, OmegaConf
+
+from tts import checkpoint
+from tts.audio import MelConfig
+from tts.training.module import AtomicCheckpointIO
+from tts.training.vocoder_module import VocoderGanModule
+from tts.vocoder.data import VocoderDataModule
+from tts.vocoder.hifigan import HifiGanVocoder
+from tts.vocoder.registry import build_vocoder, mel_config_node, vocoder_meta
+
+log = logging.getLogger(__name__)
+
+
+def init_weights(module: VocoderGanModule, path: str, mel_config: MelConfig) -> None:
+    """Start from the generator (and discriminator, if stored) of another vocoder checkpoint."""
+    raw = checkpoint.read_raw(path)
+    meta = checkpoint.CheckpointMeta.from_dict(raw["tts"])
+    if meta.kind != "vocoder":
+        raise checkpoint.CheckpointError(f"init_from {path} is a {meta.kind!r} checkpoint, not a vocoder")
+    mel_config.check_compatible(meta.mel_config, "this run", f"init_from {path}")
+    module.model.load_state_dict(checkpoint.model_state_dict(raw))
+    disc = {k[len("discriminator.") :]: v for k, v in raw["state_dict"].items() if k.startswith("discriminator.")}
+    if disc:
+        module.discriminator.load_state_dict(disc)
+    log.info("initialised from %s (discriminator: %s)", path, "yes" if disc else "no, fresh")
+
+
+def build(cfg: DictConfig) -> tuple[VocoderGanModule, VocoderDataModule, pl.Trainer]:
+    """Everything the run needs, from the composed config (also used by the tests)."""
+    mel_config: MelConfig = instantiate(cfg.audio)
+    node = OmegaConf.to_container(cfg.vocoder, resolve=True)
+    model = build_vocoder(node, mel_config)
+    if not isinstance(model, HifiGanVocoder):
+        raise ValueError(f"vocoder {node['_target_']} has no trainable generator; pick vocoder=hifigan_v1|hifigan_v3")
+    # The mel config goes in as a Hydra node: instantiate() would turn a MelConfig object into a DictConfig.
+    datamodule = instantiate(cfg.vocoder_data, mel_config=mel_config_node(mel_config))
+    meta = vocoder_meta(
+        node,
+        mel_config,
+        info={"recipe": "recipes.train_vocoder", "experiment": cfg.name, "data": str(cfg.vocoder_data.root),
+              "mel_dir": cfg.vocoder_data.mel_dir},
+    )
+    module = VocoderGanModule(
+        model=model,
+        meta=meta,
+        generator_optimizer=instantiate(cfg.optim.generator),
+        discriminator_optimizer=instantiate(cfg.optim.discriminator),
+        scheduler=instantiate(cfg.optim.scheduler) if cfg.optim.get("scheduler") else None,
+        mel_loss_weight=cfg.loss.mel_loss_weight,
+        feature_loss_weight=cfg.loss.feature_loss_weight,
+        adversarial_loss_weight=cfg.loss.adversarial_loss_weight,
+        grad_clip=cfg.grad_clip,
+        log_audio_items=cfg.log_audio_items,
+    )
+    if cfg.get("init_from"):
+        init_weights(module, cfg.init_from, mel_config)
+    exp_dir = Path(cfg.exp_dir)
+    # Lightning warns that manual-optimisation checkpoints hold the post-step weights: that is intended.
+    warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual optimization")
+    callbacks = [
+        ModelCheckpoint(
+            dirpath=exp_dir / "checkpoints",
+            filename="step{step:07d}",
+            auto_insert_metric_name=False,
+            every_n_train_steps=cfg.checkpoint_every_n_steps,
+            save_top_k=cfg.keep_checkpoints,
+            monitor="step",
+            mode="max",
+            # A vocoder checkpoint is ~870 MB (70.7 M discriminator parameters + two AdamW states):
+            # last.ckpt is a symlink to the newest step file instead of a second full copy.
+            save_last="link",
+            # On resume Lightning would otherwise write the new link as last-v1.ckpt next to the old one.
+            enable_version_counter=False,
+        ),
+        LearningRateMonitor(logging_interval="step"),
+    ]
+    logger = TensorBoardLogger(save_dir=str(exp_dir), name="tb", version="")
+    strategy = {}
+    if cfg.trainer.get("strategy") == "ddp":
+        # Each backward (D step, then G step) reaches only part of the parameters: plain DDP would
+        # fail waiting for the gradients of the other network.
+        strategy = {"strategy": "ddp_find_unused_parameters_true"}
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, plugins=[AtomicCheckpointIO()], **strategy)
+    return module, datamodule, trainer
+
+
+def train(cfg: DictConfig) -> pl.Trainer:
+    """The body of `main`, callable with a composed config."""
+    torch.set_num_threads(cfg.threads) if cfg.threads else None
+    pl.seed_everything(cfg.seed, workers=True)
+    log.info("config:\n%s", OmegaConf.to_yaml(cfg))
+    module, datamodule, trainer = build(cfg)
+    n_g = sum(p.numel() for p in module.model.parameters())
+    n_d = sum(p.numel() for p in module.discriminator.parameters())
+    log.info("generator %.2f M parameters, discriminator %.2f M", n_g / 1e6, n_d / 1e6)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=cfg.ckpt_path)
+    return trainer
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="train_vocoder")
+def main(cfg: DictConfig) -> None:
+    train(cfg)
+
+
+if __name__ == "__main__":
+    main()
