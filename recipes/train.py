@@ -14,12 +14,13 @@ import hydra
 import lightning.pytorch as pl
 import torch
 from hydra.utils import instantiate
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
 from tts.audio import MelConfig
 from tts.checkpoint import CheckpointMeta
+from tts.training.callbacks import step_checkpoint
 from tts.training.module import AcousticModule, AtomicCheckpointIO
 
 log = logging.getLogger(__name__)
@@ -54,16 +55,7 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
     )
     exp_dir = Path(cfg.exp_dir)
     callbacks = [
-        ModelCheckpoint(
-            dirpath=exp_dir / "checkpoints",
-            filename="step{step:07d}",
-            auto_insert_metric_name=False,
-            every_n_train_steps=cfg.checkpoint_every_n_steps,
-            save_top_k=cfg.keep_checkpoints,
-            monitor="step",
-            mode="max",
-            save_last=True,
-        ),
+        step_checkpoint(exp_dir, cfg.checkpoint_every_n_steps, cfg.keep_checkpoints),
         LearningRateMonitor(logging_interval="step"),
     ]
     logger = TensorBoardLogger(save_dir=str(exp_dir), name="tb", version="")

@@ -18,12 +18,13 @@ import hydra
 import lightning.pytorch as pl
 import torch
 from hydra.utils import instantiate
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
 from tts import checkpoint
 from tts.audio import MelConfig
+from tts.training.callbacks import step_checkpoint
 from tts.training.module import AtomicCheckpointIO
 from tts.training.vocoder_module import VocoderGanModule
 from tts.vocoder.data import VocoderDataModule
@@ -80,20 +81,9 @@ def build(cfg: DictConfig) -> tuple[VocoderGanModule, VocoderDataModule, pl.Trai
     # Lightning warns that manual-optimisation checkpoints hold the post-step weights: that is intended.
     warnings.filterwarnings("ignore", message="Using ModelCheckpoint with manual optimization")
     callbacks = [
-        ModelCheckpoint(
-            dirpath=exp_dir / "checkpoints",
-            filename="step{step:07d}",
-            auto_insert_metric_name=False,
-            every_n_train_steps=cfg.checkpoint_every_n_steps,
-            save_top_k=cfg.keep_checkpoints,
-            monitor="step",
-            mode="max",
-            # A vocoder checkpoint is ~870 MB (70.7 M discriminator parameters + two AdamW states):
-            # last.ckpt is a symlink to the newest step file instead of a second full copy.
-            save_last="link",
-            # On resume Lightning would otherwise write the new link as last-v1.ckpt next to the old one.
-            enable_version_counter=False,
-        ),
+        # A vocoder checkpoint is ~870 MB (70.7 M discriminator parameters + two AdamW states):
+        # last.ckpt is a symlink to the newest step file instead of a second full copy.
+        step_checkpoint(exp_dir, cfg.checkpoint_every_n_steps, cfg.keep_checkpoints, save_last="link"),
         LearningRateMonitor(logging_interval="step"),
     ]
     logger = TensorBoardLogger(save_dir=str(exp_dir), name="tb", version="")

@@ -3,8 +3,10 @@
 #   festival + festvox-us-slt-hts + festlex-cmu: the teacher voice that builds the built-in corpus
 #   sox: resampling Festival's 32 kHz output; fortunes*: the sentence source; espeak-ng: G2P for
 #   words outside CMUdict.
+# With arguments, installs those packages instead (scripts/setup_browser.sh uses this).
 set -euo pipefail
 PKGS=(festival festvox-us-slt-hts festlex-cmu sox fortunes fortunes-min espeak-ng)
+[ $# -gt 0 ] && PKGS=("$@")
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
