@@ -4,7 +4,12 @@
         [--n 20] [--mos] [--seed 0] [--ground-truth gt] [--attention-checks 2] [--loudness gated|rms]
 
 Each DIR holds ID.wav for the same held-out sentence IDs; the common IDs are used (a random --n of
-them). Producing those folders by synthesis is a separate step. See tts/listening/build.py for the
+them).  Or let the builder synthesise them: --data DIR [--split test] picks --n held-out sentences,
+--synth NAME=CHECKPOINT[,vocoder=V][,k=K] (repeatable) speaks them through each system into
+TESTDIR/sources/NAME/, and --with-ground-truth adds the corpus recordings as the hidden reference "gt":
+
+    python -m recipes.listening_test build --data data/slt --with-ground-truth \
+        --synth ar=checkpoints/ar.pt --synth nar_k4=checkpoints/nar.pt,k=4 --out TESTDIR --mos See tts/listening/build.py for the
 normalisation and the test.json layout; then serve with `python -m tts.listening serve --test TESTDIR`.
 """
 
@@ -17,11 +22,36 @@ from pathlib import Path
 from tts.listening.build import build_test, parse_systems
 
 
+def synthesised_systems(args: argparse.Namespace) -> dict[str, Path]:
+    from tts.checkpoint import CheckpointError
+    from tts.listening.synth import ground_truth_folder, parse_synth, pick_sentences, synthesise_folder
+
+    if args.data is None:
+        raise ValueError("--synth and --with-ground-truth need --data CORPUS_DIR")
+    sentences = pick_sentences(args.data, args.split, args.n, args.seed)
+    out: dict[str, Path] = {}
+    if args.with_ground_truth:
+        out["gt"] = ground_truth_folder(args.data, sentences, args.out / "sources" / "gt")
+    for spec in args.synth:
+        system = parse_synth(spec)
+        try:
+            out[system.name] = synthesise_folder(system, sentences, args.out / "sources" / system.name)
+        except CheckpointError as e:
+            raise ValueError(str(e)) from e
+        print(f"synthesised {len(sentences)} sentences with {system.name}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m recipes.listening_test")
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="make TESTDIR/test.json and TESTDIR/audio/ from audio folders")
-    b.add_argument("--systems", nargs="+", required=True, metavar="NAME=DIR")
+    b.add_argument("--systems", nargs="+", default=[], metavar="NAME=DIR")
+    b.add_argument("--synth", action="append", default=[], metavar="NAME=CKPT[,vocoder=V][,k=K]",
+                   help="synthesise the held-out sentences of --data with this system")
+    b.add_argument("--data", type=Path, default=None, help="corpus for --synth / --with-ground-truth")
+    b.add_argument("--split", default="test")
+    b.add_argument("--with-ground-truth", action="store_true", help="add the corpus recordings as system gt")
     b.add_argument("--out", required=True, type=Path)
     b.add_argument("--n", type=int, default=20, help="number of sentences (default 20)")
     b.add_argument("--mos", action="store_true", help="add MOS pages (one per system and sentence)")
@@ -34,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--title", default="Listening test")
     args = ap.parse_args(argv)
     try:
-        systems = parse_systems(args.systems)
+        systems = parse_systems(args.systems) if args.systems else {}
+        if args.synth or args.with_ground_truth:
+            systems.update(synthesised_systems(args))
+        if len(systems) < 2:
+            raise ValueError("need at least two systems (--systems and/or --synth / --with-ground-truth)")
         gt = args.ground_truth
         if gt is None:
             gt = [s for s in systems if s.lower() in {"gt", "ground_truth", "groundtruth", "reference"}]

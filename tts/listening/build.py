@@ -123,8 +123,6 @@ def parse_systems(specs: list[str]) -> dict[str, Path]:
         if not Path(d).is_dir():
             raise ValueError(f"system {name!r}: {d} is not a folder")
         systems[name] = Path(d)
-    if len(systems) < 2:
-        raise ValueError("need at least two systems")
     return systems
 
 
