@@ -1,0 +1,121 @@
+"""python -m tts.benchmark: a smoke run with tiny random models (no timed assertions)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import TINY, tiny_checkpoint
+from tts import benchmark
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    ar = tiny_checkpoint(tmp / "ar.pt", "autoregressive", **TINY["autoregressive"])
+    nar = tiny_checkpoint(tmp / "nar.pt", "nonautoregressive", **TINY["nonautoregressive"])
+    quality = tmp / "quality.json"
+    quality.write_text(json.dumps({"0": {"cer": 0.2, "mcd": 7.0}, "2": {"cer": 0.1, "mcd": 6.0}}))
+    out = tmp / "out"
+    argv = ["--ar", str(ar), "--nar", str(nar), "--lengths", "8,20", "--ks", "0,2", "--repeats", "1",
+            "--batch-sizes", "1,2", "--batch-length", "12", "--threads", "1", "--peers", "--peer-size", "tiny",
+            "--quality", str(quality), "--out", str(out)]
+    torch_threads = torch.get_num_threads()
+    try:
+        assert benchmark.main(argv) == 0
+    finally:
+        torch.set_num_threads(torch_threads)
+    return out, json.loads((out / "benchmark.json").read_text())
+
+
+def test_outputs_written_with_expected_keys(smoke):
+    out, r = smoke
+    for key in ("meta", "settings", "mel_latency", "ratios", "vocoder", "end_to_end", "first_audio",
+                "batch_throughput", "peak_memory", "peers", "plots", "quality"):
+        assert key in r, key
+    machine = r["meta"]["machine"]
+    for key in ("cpu_model", "cpu_count", "torch_threads", "torch_version", "device", "load_average_at_start"):
+        assert key in machine, key
+    assert machine["torch_threads"] == 1 and machine["device"] == "cpu"
+    assert "tts.benchmark" in r["meta"]["command"] and "--peers" in r["meta"]["command"]
+    assert r["meta"]["speed_only"] is True and r["meta"]["forced_length"] is True  # tiny = random checkpoints
+    md = (out / "benchmark.md").read_text()
+    assert "Mel-generation latency" in md and "SPEED ONLY" in md and "Festival" in md
+    for name in ("latency_vs_length", "quality_vs_k", "mel_comparison"):
+        png = Path(r["plots"][name])
+        assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+
+
+def test_times_positive_and_lengths_forced(smoke):
+    _, r = smoke
+    assert set(r["mel_latency"]) == {"ar", "nar_k0", "nar_k2"}
+    for name, per in r["mel_latency"].items():
+        assert set(per) == {"8", "20"}
+        for n, v in per.items():
+            assert v["median_s"] > 0 and len(v["times_s"]) == 1
+            assert v["frames"] >= round(int(n) * benchmark.DEFAULT_FRAMES_PER_SYMBOL)  # AR: up to r-1 more
+            assert r["vocoder"][name][n]["median_s"] > 0
+            assert r["end_to_end"][name][n]["rtf"] > 0 and r["end_to_end"][name][n]["audio_s"] > 0
+    # NAR got exactly the forced frames, AR the same length up to its reduction factor
+    for n in ("8", "20"):
+        nar = r["mel_latency"]["nar_k0"][n]["frames"]
+        assert nar == round(int(n) * benchmark.DEFAULT_FRAMES_PER_SYMBOL)
+        assert 0 <= r["mel_latency"]["ar"][n]["frames"] - nar < r["meta"]["models"]["ar"]["reduction_factor"]
+    for name, v in r["first_audio"].items():
+        assert 0 < v["first_audio_s"] <= v["total_s"] and v["n_sentences"] > 1
+    for name, per in r["batch_throughput"].items():
+        assert set(per) == {"1", "2"}
+        assert all(v["utterances_per_s"] > 0 and v["audio_s_per_s"] > 0 for v in per.values())
+    for name in ("ar", "nar_k0", "nar_k2", "vocoder"):
+        v = r["peak_memory"][name]
+        assert "error" not in v, v
+        assert v["rss_peak_mb"] > 0 and v["rss_delta_mb"] >= 0
+
+
+def test_ratios_are_same_run_medians(smoke):
+    _, r = smoke
+    ml = r["mel_latency"]
+    assert set(r["ratios"]) == {"ar_over_nar_k0", "ar_over_nar_k2"}
+    for k in ("nar_k0", "nar_k2"):
+        for n in ("8", "20"):
+            assert r["ratios"][f"ar_over_{k}"][n] == pytest.approx(ml["ar"][n]["median_s"] / ml[k][n]["median_s"])
+
+
+def test_peers_section(smoke):
+    _, r = smoke
+    peers = r["peers"]
+    assert set(peers) == {"festival_slt", "speechbrain_tacotron2", "speechbrain_fastspeech2"}
+    for name, p in peers.items():
+        assert p["status"] in ("ok", "unavailable", "failed"), p
+        if p["status"] != "ok":
+            assert p["reason"]
+    for name in ("speechbrain_tacotron2", "speechbrain_fastspeech2"):
+        p = peers[name]
+        assert p["status"] == "ok", p
+        for n, v in p["per_length"].items():
+            assert v["median_s"] > 0 and v["ours_over_peer"] > 0
+            assert v["frames"] >= r["mel_latency"]["nar_k0"][n]["frames"]  # same output length as ours
+    fest = peers["festival_slt"]
+    if fest["status"] == "ok":
+        assert all(v["rtf"] > 0 and v["audio_s"] > 0 for v in fest["per_length"].values())
+
+
+def test_cuda_without_cuda_fails_clearly(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    r = subprocess.run([sys.executable, "-m", "tts.benchmark", "--random", "--device", "cuda", "--out", str(tmp_path)],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode != 0
+    assert "CUDA is not available" in r.stderr and "--device cpu" in r.stderr
+    assert not (tmp_path / "benchmark.json").exists()
+
+
+def test_forced_durations_sum():
+    for n, fps in ((10, 6.0), (7, 5.5), (1, 6.3)):
+        d = benchmark.forced_durations(n, fps)
+        assert len(d) == n and sum(d) == round(n * fps)
