@@ -1,0 +1,10 @@
+"""The pieces of `python -m tts.benchmark` (the CLI entry point is tts/benchmark.py).
+
+    texts    -- the sentence pool and texts of a given symbol length
+    timing   -- timers, medians, cuda sync, device checks, machine facts
+    systems  -- building/loading the AR/NAR/vocoder systems, random models, forced lengths
+    memory   -- the peak-memory probe (a fresh `python -m tts.benchmark --memory-probe` subprocess per system)
+    measure  -- the benchmark itself: latency, vocoder, end-to-end, first audio, throughput, memory
+    peers    -- Festival and SpeechBrain peers
+    report   -- markdown and plots
+"""
