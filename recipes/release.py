@@ -1,0 +1,107 @@
+"""Export trained checkpoints as the shipped release (conf/release.yaml).
+
+    python -m recipes.release
+    python -m recipes.release vocoder=exp/hifigan_v3/checkpoints/last.ckpt default.vocoder=hifigan
+
+Each training checkpoint (Lightning: weights + optimizer state, ~90 MB for the AR model) becomes a
+weights-only fp16 file that still describes itself (model config, mel config, symbol table), with
+`info` recording where it came from (source file, its sha256, training step).  The release is checked
+before anything is replaced: every file loads back, every acoustic model's mel config matches the
+default vocoder's, and the total stays under `max_total_mb`.  The release is built in a staging folder
+and moved into place only after all checks pass, so a failed or interrupted release leaves the previous
+one in place.  `checkpoints/release.json` records what was shipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+
+from data_prep.atomic import write_json_atomic
+from tts import checkpoint
+from tts.vocoder.registry import GRIFFIN_LIM, SHIPPED_HIFIGAN, SHIPPED_HIFIGAN_NAME, load_vocoder
+
+log = logging.getLogger(__name__)
+
+
+class ReleaseError(RuntimeError):
+    """A release that would not work: missing source, mel mismatch, over budget."""
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def export_one(src: Path, dst: Path, half: bool) -> dict[str, Any]:
+    if not src.is_file():
+        raise ReleaseError(f"release source {src} does not exist (train it first, or set it to null)")
+    raw = checkpoint.read_raw(src)
+    info = {
+        "source": str(src),
+        "source_sha256": sha256(src.resolve()),
+        "global_step": raw.get("global_step", raw["tts"].get("info", {}).get("global_step")),
+    }
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint.export(src, dst, half=half, info=info)
+    checkpoint.load(dst)  # it must load back on its own
+    return {"file": str(dst), "mb": dst.stat().st_size / 2**20, **info}
+
+
+def release(acoustic: dict[str, str | None], vocoder: str, default: dict[str, str], out_dir: Path,
+            half: bool = True, max_total_mb: float = 60.0) -> dict[str, Any]:
+    if not acoustic.get(default["acoustic"]):
+        raise ReleaseError(f"default acoustic model {default['acoustic']!r} is not in the release {sorted(acoustic)}")
+    if default["vocoder"] not in (GRIFFIN_LIM, SHIPPED_HIFIGAN_NAME):
+        raise ReleaseError(f"default vocoder must be {GRIFFIN_LIM!r} or {SHIPPED_HIFIGAN_NAME!r}, got {default['vocoder']!r}")
+    if default["vocoder"] == SHIPPED_HIFIGAN_NAME and vocoder == GRIFFIN_LIM:
+        raise ReleaseError(f"default vocoder {SHIPPED_HIFIGAN_NAME!r} needs a vocoder checkpoint to ship (vocoder=PATH)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Build the whole release in a staging folder; only a release that passed every check replaces files.
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".release-") as tmp:
+        stage = Path(tmp)
+        files: dict[str, Any] = {}
+        for name, src in acoustic.items():
+            if src:
+                files[f"{name}.pt"] = export_one(Path(src), stage / f"{name}.pt", half)
+        vocoder_rel = f"vocoder/{SHIPPED_HIFIGAN.name}"
+        if vocoder != GRIFFIN_LIM:
+            files[vocoder_rel] = export_one(Path(vocoder), stage / vocoder_rel, half)
+        total = sum(f["mb"] for f in files.values())
+        if total > max_total_mb:
+            raise ReleaseError(f"shipped checkpoints total {total:.1f} MB > budget {max_total_mb} MB")
+        # Every shipped acoustic model must run with the default vocoder (the same mel definition).
+        voc = load_vocoder(stage / vocoder_rel if default["vocoder"] == SHIPPED_HIFIGAN_NAME else GRIFFIN_LIM)
+        for rel in files:
+            if rel != vocoder_rel:
+                voc.check_mel_config(checkpoint.load(stage / rel).mel_config, f"shipped {rel}")
+        summary = {"files": files, "total_mb": total, "default": dict(default)}
+        for rel in files:
+            (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / rel, out_dir / rel)
+            files[rel]["file"] = str(out_dir / rel)
+    write_json_atomic(out_dir / "release.json", summary)
+    write_json_atomic(out_dir / "default.json", {"acoustic": default["acoustic"], "vocoder": default["vocoder"]})
+    return summary
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="release")
+def main(cfg: DictConfig) -> None:
+    summary = release(dict(cfg.acoustic), str(cfg.vocoder), dict(cfg.default), Path(cfg.out_dir),
+                      half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb))
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()

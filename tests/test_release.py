@@ -1,0 +1,67 @@
+"""recipes.release: training checkpoints -> shipped fp16 release with default.json, checked before it lands."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from recipes.release import ReleaseError, release
+from tests.helpers import TINY, tiny_checkpoint
+from tts import checkpoint
+from tts.audio import MelConfig
+from tts.inference import Synthesizer
+from tts.vocoder.registry import load_vocoder
+
+
+@pytest.fixture()
+def sources(tmp_path: Path) -> dict[str, str]:
+    return {
+        "ar": str(tiny_checkpoint(tmp_path / "ar.ckpt", "autoregressive", **TINY["autoregressive"])),
+        "nar": str(tiny_checkpoint(tmp_path / "nar.ckpt", "nonautoregressive", **TINY["nonautoregressive"])),
+    }
+
+
+def test_release_exports_fp16_that_loads_and_speaks(sources, tmp_path):
+    out = tmp_path / "checkpoints"
+    summary = release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+    assert json.loads((out / "default.json").read_text()) == {"acoustic": "nar", "vocoder": "griffin-lim"}
+    assert json.loads((out / "release.json").read_text())["total_mb"] == pytest.approx(summary["total_mb"])
+    for name in ("ar", "nar"):
+        raw = torch.load(out / f"{name}.pt", weights_only=False)
+        floats = [v for v in raw["state_dict"].values() if v.is_floating_point()]
+        assert floats and all(v.dtype == torch.float16 for v in floats)
+        assert "optimizer_states" not in raw
+        assert raw["tts"]["info"]["source"] == sources[name]
+        assert len(raw["tts"]["info"]["source_sha256"]) == 64
+    # the exported default loads and synthesises on its own
+    synth = Synthesizer(checkpoint.load(out / "nar.pt"), load_vocoder("griffin-lim"))
+    assert synth.synthesize("Hello there.").wave.numel() > 0
+    assert not list(out.glob(".release-*")), "staging folder left behind"
+
+
+def test_release_over_budget_replaces_nothing(sources, tmp_path):
+    out = tmp_path / "checkpoints"
+    release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+    before = {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()}
+    with pytest.raises(ReleaseError, match="budget"):
+        release(sources, "griffin-lim", {"acoustic": "ar", "vocoder": "griffin-lim"}, out, max_total_mb=0.001)
+    assert {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()} == before
+
+
+def test_release_errors_name_the_problem(sources, tmp_path):
+    out = tmp_path / "checkpoints"
+    with pytest.raises(ReleaseError, match="does not exist"):
+        release({**sources, "nar": str(tmp_path / "missing.ckpt")}, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+    with pytest.raises(ReleaseError, match="default acoustic"):
+        release({**sources, "nar": None}, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+    with pytest.raises(ReleaseError, match="needs a vocoder checkpoint"):
+        release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "hifigan"}, out)
+    assert not (out / "default.json").exists()
+
+
+def test_release_rejects_mel_mismatch(tmp_path):
+    other = MelConfig.from_dict({**MelConfig.default().to_dict(), "f_max": 7600.0})
+    src = {"nar": str(tiny_checkpoint(tmp_path / "nar.ckpt", "nonautoregressive", mel_config=other, **TINY["nonautoregressive"]))}
+    with pytest.raises(Exception, match="mel"):
+        release(src, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, tmp_path / "checkpoints")
