@@ -65,3 +65,16 @@ def test_release_rejects_mel_mismatch(tmp_path):
     src = {"nar": str(tiny_checkpoint(tmp_path / "nar.ckpt", "nonautoregressive", mel_config=other, **TINY["nonautoregressive"]))}
     with pytest.raises(Exception, match="mel"):
         release(src, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, tmp_path / "checkpoints")
+
+
+def test_release_config_composes_and_runs(sources, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from tts.paths import CONF_DIR
+
+    out = tmp_path / "rel"
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("release", overrides=[f"acoustic.ar={sources['ar']}", f"acoustic.nar={sources['nar']}", f"out_dir={out}"])
+    summary = release(dict(cfg.acoustic), str(cfg.vocoder), dict(cfg.default), Path(cfg.out_dir),
+                      half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb))
+    assert set(summary["files"]) == {"ar.pt", "nar.pt"} and (out / "default.json").is_file()
