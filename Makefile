@@ -25,8 +25,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job: synthesise a sentence with the shipped default model.
+# Offline, with the checkpoints committed in checkpoints/ (default model: checkpoints/default.json).
 demo: setup
-	$(PY) -m data_prep.festival_corpus --n 100 --out data/sample
+	$(PY) -m tts.synthesize --text "Hello! This sentence was synthesised by the shipped default model." --out out.wav
 
 test: setup browser
 	$(PY) -m pytest -q tests

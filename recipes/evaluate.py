@@ -21,7 +21,8 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
     {kind: ground_truth}                                  the corpus wav itself
     {kind: copy, vocoder: V}                              ground-truth mel (features/ID.pt) -> vocoder V
     {kind: acoustic, checkpoint: C, vocoder: V,           text -> acoustic model C -> vocoder V
-     refine_steps: K, nar_ks: [0, 1, 2, 4, 8]}            nar_ks expands into NAME_k0, NAME_k1, ...
+     refine_steps: K, nar_ks: [0, 1, 2, 4, 8],            nar_ks expands into NAME_k0, NAME_k1, ...
+     temperature: T}                                      NAR refiner start-noise scale (0 = deterministic)
 
 V is anything `tts.vocoder.registry.load_vocoder` accepts (default griffin-lim).  Each corpus utterance is
 synthesised as one token sequence (as in training), with batch size 1 so that timings are per utterance.
@@ -56,7 +57,7 @@ DEFAULT_VOCODER = "griffin-lim"
 _SPEC_KEYS = {
     "ground_truth": {"kind"},
     "copy": {"kind", "vocoder"},
-    "acoustic": {"kind", "checkpoint", "vocoder", "refine_steps", "nar_ks"},
+    "acoustic": {"kind", "checkpoint", "vocoder", "refine_steps", "nar_ks", "temperature"},
 }
 
 
@@ -74,11 +75,12 @@ class System:
     vocoder: str | None = None
     checkpoint: str | None = None
     refine_steps: int | None = None
+    temperature: float | None = None  # NAR refiner's starting-noise scale (None = model default, 1.0)
 
     def spec(self) -> dict[str, Any]:
         """What made the wavs (stored in each sidecar; a different spec means resynthesis)."""
         return {"kind": self.kind, "vocoder": self.vocoder, "checkpoint": self.checkpoint,
-                "refine_steps": self.refine_steps}
+                "refine_steps": self.refine_steps, "temperature": self.temperature}
 
     def identity(self) -> dict[str, Any]:
         """spec + the checkpoint's mtime: a retrained `last.ckpt` is a different system (resynthesised)."""
@@ -124,6 +126,10 @@ def parse_systems(node: Any) -> list[System]:
             raise EvaluationConfigError(
                 f"system {name!r}: checkpoint not found: {ckpt} (train it first, fix the path, or drop the "
                 f"system with `~systems.{name}`)")
+        temp = spec.get("temperature")
+        if temp is not None and (not isinstance(temp, (int, float)) or temp < 0):
+            raise EvaluationConfigError(f"system {name!r}: temperature must be a number >= 0, got {temp!r}")
+        temp = None if temp is None else float(temp)
         ks = spec.get("nar_ks")
         if ks is not None:
             if spec.get("refine_steps") is not None:
@@ -132,10 +138,10 @@ def parse_systems(node: Any) -> list[System]:
             if not ks:
                 raise EvaluationConfigError(f"system {name!r}: nar_ks is empty")
             for k in ks:
-                systems.append(System(f"{name}_k{_steps(name, k)}", kind, vocoder, str(ckpt), _steps(name, k)))
+                systems.append(System(f"{name}_k{_steps(name, k)}", kind, vocoder, str(ckpt), _steps(name, k), temp))
         else:
             k = spec.get("refine_steps")
-            systems.append(System(name, kind, vocoder, str(ckpt), None if k is None else _steps(name, k)))
+            systems.append(System(name, kind, vocoder, str(ckpt), None if k is None else _steps(name, k), temp))
     names = [s.name for s in systems]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -279,6 +285,10 @@ def _acoustic_synthesis(system: System, todo: list[Reference], out: Path, device
                 f"system {system.name!r}: {type(model).__name__} ({system.checkpoint}) has no refine_steps "
                 "(refine_steps / nar_ks are for NAR checkpoints)")
         controls["refine_steps"] = system.refine_steps
+    if system.temperature is not None:
+        if "temperature" not in inspect.signature(model.infer).parameters:
+            raise EvaluationConfigError(f"system {system.name!r}: {type(model).__name__} has no temperature (NAR only)")
+        controls["temperature"] = system.temperature
     for r in todo:
         ids = frontend.encode(r.text)
         tokens = torch.tensor([ids], dtype=torch.long, device=device)

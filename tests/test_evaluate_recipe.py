@@ -163,6 +163,25 @@ def test_system_parsing_and_nar_ks_expansion(checkpoints):
         parse_systems({"c": {"kind": "copy", "vocoder": "griffin-lim", "checkpoint": "x"}})
     with pytest.raises(EvaluationConfigError, match="refine steps must be integers"):
         parse_systems({"n": {"kind": "acoustic", "checkpoint": str(checkpoints["nar"]), "refine_steps": -1}})
+    cold = parse_systems({"t0": {"kind": "acoustic", "checkpoint": str(checkpoints["nar"]), "nar_ks": [2], "temperature": 0}})
+    assert cold[0].name == "t0_k2" and cold[0].temperature == 0.0 and cold[0].spec()["temperature"] == 0.0
+    with pytest.raises(EvaluationConfigError, match="temperature"):
+        parse_systems({"t": {"kind": "acoustic", "checkpoint": str(checkpoints["nar"]), "temperature": -1}})
+
+
+def test_temperature_zero_makes_nar_synthesis_deterministic(featurised_corpus, checkpoints, tmp_path):
+    import numpy as np
+    import soundfile as sf
+
+    spec = f"{{kind:acoustic,checkpoint:{checkpoints['nar']},refine_steps:4,temperature:0}}"
+    waves = []
+    for seed in (0, 1):
+        out = tmp_path / f"s{seed}"
+        run_in_process([f"data_root={featurised_corpus}", f"out_dir={out}", *FAST, "limit=1", f"seed={seed}",
+                        "~systems.ar", "~systems.nar", "~systems.copy_griffin_lim", "~systems.ground_truth",
+                        f"+systems.cold={spec}"])
+        waves.append(sf.read(next((out / "cold").glob("*.wav")))[0])
+    np.testing.assert_array_equal(waves[0], waves[1])
 
 
 def test_refine_steps_on_an_ar_model_is_a_clear_error(featurised_corpus, checkpoints, tmp_path):
