@@ -32,6 +32,10 @@ from tts.vocoder.registry import GRIFFIN_LIM, SHIPPED_HIFIGAN, SHIPPED_HIFIGAN_N
 log = logging.getLogger(__name__)
 
 
+# model-config keys that only steer inference (safe to change without retraining)
+INFERENCE_OVERRIDES = {"refine_steps", "min_token_frames", "max_frames", "max_frames_per_token"}
+
+
 class ReleaseError(RuntimeError):
     """A release that would not work: missing source, mel mismatch, over budget."""
 
@@ -44,7 +48,9 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def export_one(src: Path, dst: Path, half: bool) -> dict[str, Any]:
+def export_one(src: Path, dst: Path, half: bool, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One training checkpoint -> one release file; `overrides` replace inference-time model config
+    values (e.g. the NAR's default `refine_steps`), never anything the weights depend on."""
     if not src.is_file():
         raise ReleaseError(f"release source {src} does not exist (train it first, or set it to null)")
     raw = checkpoint.read_raw(src)
@@ -54,13 +60,20 @@ def export_one(src: Path, dst: Path, half: bool) -> dict[str, Any]:
         "global_step": raw.get("global_step", raw["tts"].get("info", {}).get("global_step")),
     }
     dst.parent.mkdir(parents=True, exist_ok=True)
-    checkpoint.export(src, dst, half=half, info=info)
+    loaded = checkpoint.load(src)
+    for key, value in (overrides or {}).items():
+        if key not in INFERENCE_OVERRIDES or key not in loaded.meta.model_config:
+            raise ReleaseError(f"{src}: cannot override {key!r} (allowed: {sorted(INFERENCE_OVERRIDES)} present in the model config)")
+        loaded.meta.model_config[key] = value
+    loaded.meta.info = {**loaded.meta.info, **info, **({"overrides": dict(overrides)} if overrides else {})}
+    checkpoint.save(dst, loaded.model, loaded.meta, half=half)
     checkpoint.load(dst)  # it must load back on its own
     return {"file": str(dst), "mb": dst.stat().st_size / 2**20, **info}
 
 
 def release(acoustic: dict[str, str | None], vocoder: str, default: dict[str, str], out_dir: Path,
-            half: bool = True, max_total_mb: float = 60.0) -> dict[str, Any]:
+            half: bool = True, max_total_mb: float = 60.0,
+            overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     if not acoustic.get(default["acoustic"]):
         raise ReleaseError(f"default acoustic model {default['acoustic']!r} is not in the release {sorted(acoustic)}")
     if default["vocoder"] not in (GRIFFIN_LIM, SHIPPED_HIFIGAN_NAME):
@@ -74,7 +87,7 @@ def release(acoustic: dict[str, str | None], vocoder: str, default: dict[str, st
         files: dict[str, Any] = {}
         for name, src in acoustic.items():
             if src:
-                files[f"{name}.pt"] = export_one(Path(src), stage / f"{name}.pt", half)
+                files[f"{name}.pt"] = export_one(Path(src), stage / f"{name}.pt", half, (overrides or {}).get(name))
         vocoder_rel = f"vocoder/{SHIPPED_HIFIGAN.name}"
         if vocoder != GRIFFIN_LIM:
             files[vocoder_rel] = export_one(Path(vocoder), stage / vocoder_rel, half)
@@ -99,7 +112,8 @@ def release(acoustic: dict[str, str | None], vocoder: str, default: dict[str, st
 @hydra.main(version_base="1.3", config_path="../conf", config_name="release")
 def main(cfg: DictConfig) -> None:
     summary = release(dict(cfg.acoustic), str(cfg.vocoder), dict(cfg.default), Path(cfg.out_dir),
-                      half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb))
+                      half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
+                      overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v})
     print(json.dumps(summary, indent=2))
 
 

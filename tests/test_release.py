@@ -78,3 +78,12 @@ def test_release_config_composes_and_runs(sources, tmp_path):
     summary = release(dict(cfg.acoustic), str(cfg.vocoder), dict(cfg.default), Path(cfg.out_dir),
                       half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb))
     assert set(summary["files"]) == {"ar.pt", "nar.pt"} and (out / "default.json").is_file()
+
+
+def test_release_overrides_inference_defaults_only(sources, tmp_path):
+    out = tmp_path / "checkpoints"
+    release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"refine_steps": 2}})
+    meta = checkpoint.load(out / "nar.pt").meta
+    assert meta.model_config["refine_steps"] == 2 and meta.info["overrides"] == {"refine_steps": 2}
+    with pytest.raises(ReleaseError, match="cannot override 'd_model'"):
+        release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"d_model": 64}})
