@@ -1,4 +1,5 @@
-"""Durations for the NAR model, distilled from the AR teacher (or imported): see conf/extract_durations.yaml."""
+"""Durations for the NAR model: distilled from the AR teacher, taken from the corpus's Festival phone
+segmentation, or imported from a file; see conf/extract_durations.yaml."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from pathlib import Path
 import hydra
 import numpy as np
 import torch
+from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from data_prep.atomic import write_json_atomic
 from data_prep.corpus import CorpusError, read_segments
 from tts import checkpoint
 from tts.data.dataset import Collate, TTSDataset
-from tts.durations import monotonic_alignment, word_boundary_error, word_spans_from_segments, word_spans_from_tokens
+from tts.durations import durations_from_segments, monotonic_alignment, word_boundary_error, word_spans_from_segments, word_spans_from_tokens
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,27 @@ def distil(model, dataset: TTSDataset, out_dir: Path, batch_size: int, max_skip:
             save_durations(out_dir, uid, monotonic_alignment(att[b, :T, :L].numpy(), max_skip=max_skip))
         log.info("  %d/%d", min(start + batch_size, len(todo)), len(todo))
     return [dataset.ids[k] for k in todo]
+
+
+def from_festival(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
+    """Durations from Festival's own phone segmentation side files (data_prep.festival_corpus), our
+    tokens paired with Festival's phones by edit distance (tts.durations.durations_from_segments)."""
+    rates, missing = [], []
+    for uid in dataset.ids:
+        try:
+            seg = read_segments(dataset.root, uid)
+        except CorpusError:
+            missing.append(uid)
+            continue
+        symbols = frontend.decode(dataset.tokens[uid])
+        res = durations_from_segments(symbols, frontend.symbols.is_phone, seg.segments, dataset.n_frames[uid],
+                                      dataset.mel_config.frame_seconds)
+        save_durations(out_dir, uid, res.durations)
+        rates.append(res.phone_match_rate)
+    if missing:
+        raise CorpusError(f"{dataset.root} has no Festival segmentation for {len(missing)} utterances, "
+                          f"e.g. {missing[:3]}: use source=teacher or source=external")
+    return {"phone_match_rate_mean": float(np.mean(rates)), "phone_match_rate_p10": float(np.percentile(rates, 10))}
 
 
 def import_external(path: Path, dataset: TTSDataset, out_dir: Path) -> None:
@@ -93,23 +116,34 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
 def main(cfg: DictConfig) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    loaded = checkpoint.load(cfg.checkpoint)
-    frontend = loaded.frontend()
+    if cfg.source not in ("teacher", "festival", "external"):
+        raise ValueError(f"source must be teacher, festival or external, not {cfg.source!r}")
+    if cfg.source == "teacher":
+        loaded = checkpoint.load(cfg.checkpoint)
+        frontend, mel_config = loaded.frontend(), loaded.mel_config
+    else:  # the frontend and mel definition the NAR recipe will be trained with
+        loaded, frontend, mel_config = None, instantiate(cfg.text), instantiate(cfg.audio)
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    report = {"checkpoint": str(cfg.checkpoint), "frontend": frontend.to_dict(), "splits": {}}
+    report = {"source": cfg.source, "checkpoint": str(cfg.checkpoint) if loaded else None,
+              "frontend": frontend.to_dict(), "splits": {}}
     for split in cfg.splits:
-        dataset = TTSDataset(cfg.data_root, split, frontend, loaded.mel_config)
+        dataset = TTSDataset(cfg.data_root, split, frontend, mel_config)
         if cfg.limit:
             dataset.ids = dataset.ids[: cfg.limit]
-        if cfg.external:
+        extra = {}
+        if cfg.source == "external":
+            if not cfg.external:
+                raise ValueError("source=external needs external=FILE.jsonl")
             import_external(Path(cfg.external), dataset, out_dir)
+        elif cfg.source == "festival":
+            extra = from_festival(dataset, out_dir, frontend)
         else:
             if not hasattr(loaded.model, "teacher_forced_alignment"):
                 raise TypeError(f"{type(loaded.model).__name__} has no attention to distil durations from")
             log.info("%s: aligning %d utterances", split, len(dataset))
             distil(loaded.model, dataset, out_dir, cfg.batch_size, cfg.max_skip)
-        report["splits"][split] = evaluate(dataset, out_dir, frontend)
+        report["splits"][split] = {**evaluate(dataset, out_dir, frontend), **extra}
         log.info("%s: %s", split, report["splits"][split])
     write_json_atomic(out_dir / "report.json", report)
     print(json.dumps(report["splits"], indent=2))

@@ -8,7 +8,7 @@ import pytest
 
 from data_prep.corpus import PhoneSegment
 from helpers import TINY, tiny_checkpoint
-from tts.durations import monotonic_alignment, word_boundary_error, word_spans_from_segments, word_spans_from_tokens
+from tts.durations import durations_from_segments, monotonic_alignment, word_boundary_error, word_spans_from_segments, word_spans_from_tokens
 from tts.paths import REPO_ROOT
 
 
@@ -77,13 +77,79 @@ def test_recipe_end_to_end_and_external_import(featurised_corpus: Path, tmp_path
     ext = tmp_path / "ext.jsonl"
     ext.write_text("".join(json.dumps({"id": f.stem, "durations": np.load(f).tolist()}) + "\n" for f in files))
     out2 = tmp_path / "dur2"
-    r = subprocess.run([*args[:-2], f"out_dir={out2}", f"external={ext}"], cwd=REPO_ROOT, capture_output=True,
+    r = subprocess.run([*args[:-2], f"out_dir={out2}", "source=external", f"external={ext}"], cwd=REPO_ROOT, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert all(np.array_equal(np.load(f), np.load(out2 / f.name)) for f in files)
     bad = [json.loads(line) for line in ext.read_text().splitlines()]
     bad[0]["durations"][0] += 1
     ext.write_text("".join(json.dumps(b) + "\n" for b in bad))
-    r = subprocess.run([*args[:-2], f"out_dir={tmp_path / 'dur3'}", f"external={ext}"], cwd=REPO_ROOT,
+    r = subprocess.run([*args[:-2], f"out_dir={tmp_path / 'dur3'}", "source=external",
+                        f"external={ext}"], cwd=REPO_ROOT,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "durations sum to" in r.stderr
+
+
+# --- durations from Festival's segmentation ------------------------------------------------------
+def _segs(*items):
+    return [PhoneSegment(phone=p, end=e, word=w) for p, e, w in items]
+
+
+def _is_phone(s: str) -> bool:
+    return s[:1].isalpha()
+
+
+HOP = 0.01  # seconds per frame in these cases: frame f is centred at f * HOP
+
+
+def test_segment_durations_pause_goes_to_punctuation_and_sums_to_frames():
+    # "hi, you." with a lead pause, a pause at the comma and a trailing pause
+    segs = _segs(("pau", 0.10, None), ("hh", 0.15, "hi"), ("ay", 0.30, "hi"), ("pau", 0.50, None),
+                 ("y", 0.55, "you"), ("uw", 0.70, "you"), ("pau", 0.80, None))
+    symbols = ["HH", "AY1", ",", " ", "Y", "UW1", "."]
+    n_frames = 81  # 1 + 0.80 s / HOP
+    r = durations_from_segments(symbols, _is_phone, segs, n_frames, HOP)
+    assert r.durations.sum() == n_frames and r.phone_match_rate == 1.0
+    # HH owns the lead pause [0, 0.15) -> frames 0..14; the comma owns the pause [0.30, 0.50)
+    assert r.durations.tolist() == [15, 15, 20, 0, 5, 15, 11]
+
+
+def test_segment_durations_pause_without_punctuation_goes_to_word_boundary():
+    segs = _segs(("b", 0.10, "b"), ("pau", 0.30, None), ("k", 0.40, "k"))
+    r = durations_from_segments(["B", " ", "K"], _is_phone, segs, 41, HOP)
+    assert r.durations.tolist() == [10, 20, 11]
+    # no pause between words: the boundary gets no frames
+    r = durations_from_segments(["B", " ", "K"], _is_phone, _segs(("b", 0.10, "b"), ("k", 0.40, "k")), 41, HOP)
+    assert r.durations.tolist() == [10, 0, 31]
+
+
+def test_segment_durations_mismatched_phones_and_min_one_frame():
+    # Festival says "l ay v z", we say "L IH1 V T Z": IH1/ay is a substitution (paired), our extra T
+    # has no counterpart and splits V's span with it
+    segs = _segs(("l", 0.10, "w"), ("ay", 0.30, "w"), ("v", 0.40, "w"), ("z", 0.60, "w"))
+    r = durations_from_segments(["L", "IH1", "V", "T", "Z"], _is_phone, segs, 61, HOP)
+    assert r.durations.tolist() == [10, 20, 5, 5, 21]
+    assert r.phone_match_rate == pytest.approx(3 / 5) and (r.n_ours, r.n_reference) == (5, 4)
+    # a Festival phone we do not have ("d") goes to our previous phone
+    segs = _segs(("l", 0.10, "w"), ("ay", 0.30, "w"), ("d", 0.35, "w"), ("v", 0.40, "w"))
+    assert durations_from_segments(["L", "AY1", "V"], _is_phone, segs, 41, HOP).durations.tolist() == [10, 25, 6]
+    # a phone shorter than a frame still gets one, from its longest neighbour; the total is unchanged
+    segs = _segs(("b", 0.101, "b"), ("k", 0.109, "b"), ("s", 0.300, "b"))
+    assert durations_from_segments(["B", "K", "S"], _is_phone, segs, 31, HOP).durations.tolist() == [11, 1, 19]
+    with pytest.raises(ValueError):
+        durations_from_segments([" ", "."], _is_phone, segs, 31, HOP)
+
+
+def test_recipe_festival_source(featurised_corpus: Path, tmp_path: Path):
+    out = tmp_path / "fest"
+    r = subprocess.run([sys.executable, "-m", "recipes.extract_durations", "source=festival",
+                        f"data_root={featurised_corpus}", f"out_dir={out}"], cwd=REPO_ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads((out / "report.json").read_text())
+    train = rep["splits"]["train"]
+    assert rep["source"] == "festival" and len(list(out.glob("*.npy"))) == 20
+    assert train["phones_with_zero_frames"] == 0.0
+    assert train["phone_match_rate_mean"] > 0.8
+    # boundaries come from Festival itself: only frame rounding and the lead pause separate them
+    assert train["word_boundary_mean_abs_error_ms"] < 30.0

@@ -101,3 +101,114 @@ def word_boundary_error(token_spans: list[tuple[int, int]], ref_spans: list[tupl
     ref = np.array(ref_spans)
     err = np.abs(ours - ref) * 1000.0
     return WordBoundaryReport(True, len(ref_spans), float(err.mean()), float(err.max()))
+
+
+# --- durations from an external phone segmentation (Festival's own) ------------------------------
+@dataclass
+class SegmentDurations:
+    durations: np.ndarray  # [L] int64, sum == n_frames
+    phone_match_rate: float  # share of our phone tokens matched to a Festival phone of the same name
+    n_ours: int  # phone tokens on our side
+    n_reference: int  # non-pause phones on the Festival side
+
+
+def _align_phones(ours: list[str], ref: list[str]) -> list[int | None]:
+    """Levenshtein alignment of two phone sequences -> for each of `ours`, the index in `ref` it is
+    paired with (match or substitution), or None (inserted on our side).  Row-vectorised: within a
+    row the insertion chain cost[i, j] = min(a[j], cost[i, j-1] + 1) is a running minimum of a - j."""
+    n, m = len(ours), len(ref)
+    ref_arr = np.array(ref, dtype=object)
+    idx = np.arange(m + 1)
+    cost = np.zeros((n + 1, m + 1), dtype=np.int64)
+    cost[0] = idx
+    for i in range(1, n + 1):
+        a = np.empty(m + 1, dtype=np.int64)
+        a[0] = i
+        a[1:] = np.minimum(cost[i - 1, :-1] + (ref_arr != ours[i - 1]), cost[i - 1, 1:] + 1)
+        cost[i] = np.minimum.accumulate(a - idx) + idx
+    pairs: list[int | None] = [None] * n
+    i, j = n, m
+    while i > 0 and j > 0:
+        if cost[i, j] == cost[i - 1, j - 1] + (ours[i - 1] != ref[j - 1]):
+            pairs[i - 1] = j - 1
+            i, j = i - 1, j - 1
+        elif cost[i, j] == cost[i - 1, j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return pairs
+
+
+def durations_from_segments(symbols: list[str], is_phone, segments, n_frames: int,
+                            frame_seconds: float, pause: str = "pau") -> SegmentDurations:
+    """Integer frames per token from a reference phone segmentation (Festival's, `PhoneSegment`s with
+    end times in seconds), summing exactly to `n_frames`.
+
+    Our phone tokens (ARPAbet with stress) are aligned to the reference's non-pause phones by edit
+    distance on stress-less lowercase names; each token starts where its paired phone starts (the
+    first phone at 0, so it takes the leading pause).  The reference pauses just before the next
+    paired phone go to the first punctuation token of the non-phone run before it (else its first
+    token, a word boundary); the other tokens of the run get 0 frames, as does a run with no pause.
+    Unpaired phones split their neighbour's span evenly.  Frame f (centred at f * hop with
+    center=True) belongs to the token whose span holds f * hop.  Every phone keeps at least one frame
+    (taken from its longest neighbour).
+    """
+    L = len(symbols)
+    if L == 0 or n_frames < 1:
+        raise ValueError(f"need tokens and frames, got {L} tokens, {n_frames} frames")
+    seg_start, t_end = [], 0.0
+    for seg in segments:
+        seg_start.append(t_end)
+        t_end = float(seg.end)
+    seg_start.append(t_end)  # index len(segments) = end of the recording
+    ref_idx = [k for k, seg in enumerate(segments) if seg.phone != pause]
+    phone_tok = [j for j, s in enumerate(symbols) if is_phone(s)]
+    if not phone_tok:
+        raise ValueError(f"no phone tokens in {symbols}")
+    norm = [symbols[j].rstrip("012").lower() for j in phone_tok]
+    pairs = _align_phones(norm, [segments[k].phone for k in ref_idx]) if ref_idx else [None] * len(norm)
+    seg_of: dict[int, int | None] = {j: (ref_idx[p] if p is not None else None) for j, p in zip(phone_tok, pairs)}
+    seg_of[L] = len(segments)
+    matched = sum(p is not None and norm[i] == segments[ref_idx[p]].phone for i, p in enumerate(pairs))
+
+    start: list[float | None] = [None] * (L + 1)  # start time of each token; start[L] = end
+    for j in phone_tok:
+        if seg_of[j] is not None:
+            start[j] = seg_start[seg_of[j]]
+    start[L] = t_end
+    for j in range(phone_tok[0] + 1):  # leading non-phone tokens: 0 frames
+        start[j] = 0.0
+    for a, b in zip(phone_tok, phone_tok[1:] + [L]):
+        run = list(range(a + 1, b))
+        nxt, prev = seg_of[b], seg_of[a]
+        if not run or nxt is None:
+            continue  # an unpaired next phone gives no reliable pause position: spans are shared
+        k = nxt
+        while k - 1 >= 0 and segments[k - 1].phone == pause and (prev is None or k - 1 > prev):
+            k -= 1
+        punct = [j for j in run if not symbols[j].isspace()]
+        owner = punct[0] if punct else run[0]
+        for j in run:  # [pause start, next phone start) goes to the owner; k == nxt: no pause
+            start[j] = seg_start[k] if j <= owner else seg_start[nxt]
+    j = 0  # fill unset boundaries evenly between their set neighbours
+    while j < L:
+        k = j + 1
+        while start[k] is None:
+            k += 1
+        for i in range(j + 1, k):
+            start[i] = start[j] + (start[k] - start[j]) * (i - j) / (k - j)
+        j = k
+    s = np.maximum.accumulate(np.array(start, dtype=np.float64))  # monotone even for an odd pairing
+    edges = np.clip(np.ceil(s / frame_seconds - 1e-9), 0, n_frames).astype(np.int64)
+    edges[0], edges[-1] = 0, n_frames
+    d = np.diff(edges)
+    is_ph = np.array([bool(is_phone(x)) for x in symbols])
+    for j in np.flatnonzero(is_ph & (d == 0)):  # every phone gets a frame, from its longest neighbour
+        for radius in range(1, L):
+            cand = [i for i in (j - radius, j + radius) if 0 <= i < L and d[i] >= 2]
+            if cand:
+                best = max(cand, key=lambda i: d[i])
+                d[best] -= 1
+                d[j] += 1
+                break
+    return SegmentDurations(d.astype(np.int64), matched / len(phone_tok), len(phone_tok), len(ref_idx))
