@@ -59,7 +59,13 @@ def shipped_defaults() -> dict[str, str]:
 
 
 def shipped_checkpoint(model: str) -> Path:
-    return CHECKPOINT_DIR / f"{model}.pt"
+    """checkpoints/MODEL.pt; a model the release does not ship is a clear error naming what it does ship."""
+    path = CHECKPOINT_DIR / f"{model}.pt"
+    if not path.is_file():
+        shipped = sorted(p.stem for p in CHECKPOINT_DIR.glob("*.pt"))
+        raise CheckpointError(f"no shipped {model!r} model ({path} is missing); this release ships "
+                              f"{shipped or 'none'}: train one (recipes.train) and pass --checkpoint PATH")
+    return path
 
 
 class Synthesizer:
