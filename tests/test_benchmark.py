@@ -119,3 +119,43 @@ def test_forced_durations_sum():
     for n, fps in ((10, 6.0), (7, 5.5), (1, 6.3)):
         d = benchmark.forced_durations(n, fps)
         assert len(d) == n and sum(d) == round(n * fps)
+
+
+def _report(systems: dict, corpus: dict, summary: dict) -> dict:
+    return {"title": "t", "systems": systems, "corpus_asr": corpus, "summary": summary, "utterances": {}}
+
+
+def test_quality_read_from_an_evaluate_report(tmp_path):
+    from tts.bench.measure import load_quality
+
+    nar = {"kind": "acoustic", "checkpoint": "n.pt", "vocoder": "griffin-lim", "temperature": None}
+    report = _report(
+        {"ground_truth": {"kind": "ground_truth"}, "nar_k0": {**nar, "refine_steps": 0},
+         "nar_k4": {**nar, "refine_steps": 4}},
+        {"ground_truth": {"cer": 0.02, "wer": 0.05, "n": 3}, "nar_k0": {"cer": 0.3, "wer": 0.5, "n": 3},
+         "nar_k4": {"cer": 0.1, "wer": 0.2, "n": 3}},
+        {"nar_k0": {"mcd_db": {"mean": 9.0}, "mel_s": {"mean": 0.01}}, "nar_k4": {"mcd_db": {"mean": 8.0}}},
+    )
+    p = tmp_path / "report.json"
+    p.write_text(json.dumps(report))
+    q = load_quality(p)
+    assert q == {"0": {"cer": 0.3, "wer": 0.5, "mcd_db": 9.0, "mel_s": 0.01}, "4": {"cer": 0.1, "wer": 0.2, "mcd_db": 8.0}}
+
+
+def test_quality_errors_are_clear(tmp_path):
+    from tts.bench.measure import load_quality
+    from tts.bench.timing import BenchmarkError
+
+    nar = {"kind": "acoustic", "checkpoint": "n.pt", "refine_steps": 2}
+    p = tmp_path / "two.json"
+    p.write_text(json.dumps(_report({"a_k2": nar, "b_k2": {**nar, "checkpoint": "m.pt"}}, {}, {})))
+    with pytest.raises(BenchmarkError, match="both have K=2"):
+        load_quality(p)
+    p.write_text(json.dumps(_report({"ground_truth": {"kind": "ground_truth"}}, {}, {})))
+    with pytest.raises(BenchmarkError, match="no NAR system"):
+        load_quality(p)
+    p.write_text("{not json")
+    with pytest.raises(BenchmarkError, match="cannot read JSON"):
+        load_quality(p)
+    with pytest.raises(BenchmarkError, match="cannot read JSON"):
+        load_quality(tmp_path / "missing.json")

@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--peer-size", choices=["matched", "tiny"], default="matched",
                    help="SpeechBrain peers at our models' size (matched) or tiny (for tests)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
-    p.add_argument("--quality", help="JSON {K: {'cer': .., 'mcd': ..}} to plot quality vs K")
+    p.add_argument("--quality", help="recipes.evaluate report.json (with nar_ks) or JSON {K: {metric: value}}: "
+                   "plots quality vs K")
     p.add_argument("--out", default="benchmark_out")
     p.add_argument("--memory-probe", help=argparse.SUPPRESS)
     return p

@@ -24,6 +24,59 @@ from tts.bench.timing import Bench, BenchmarkError, check_device, machine_facts,
 
 
 # --------------------------------------------------------------------------------------------------
+# quality vs K (read, never restated)
+# --------------------------------------------------------------------------------------------------
+QUALITY_METRICS = ("mcd_db", "log_f0_rmse_cents", "mel_s")  # per-utterance means taken from a report
+
+
+def quality_from_report(report: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """`recipes.evaluate`'s report.json -> {K: {cer, wer, mcd_db, ...}} for its NAR systems.
+
+    A NAR system is one with an integer `refine_steps` (the `nar_ks` expansion); CER / WER are the
+    corpus-level figures (total edits / total reference length), the rest are per-utterance means.
+    With several NAR checkpoints in one report the K would be ambiguous: that is an error.
+    """
+    out: dict[str, dict[str, float]] = {}
+    owner: dict[str, str] = {}
+    for name, spec in report.get("systems", {}).items():
+        k = spec.get("refine_steps")
+        if spec.get("kind") != "acoustic" or k is None:
+            continue
+        key = str(int(k))
+        if key in out:
+            raise BenchmarkError(f"--quality: systems {owner[key]!r} and {name!r} both have K={key}; "
+                                 "evaluate one NAR checkpoint per report")
+        owner[key] = name
+        q: dict[str, float] = {}
+        corpus = (report.get("corpus_asr") or {}).get(name) or {}
+        for m in ("cer", "wer"):
+            if corpus.get(m) is not None:
+                q[m] = float(corpus[m])
+        for m in QUALITY_METRICS:
+            summ = report.get("summary", {}).get(name, {}).get(m)
+            if summ is not None:
+                q[m] = float(summ["mean"])
+        out[key] = q
+    if not out:
+        raise BenchmarkError("--quality: the report has no NAR system with refine_steps (evaluate with nar_ks)")
+    return out
+
+
+def load_quality(path: str | Path) -> dict[str, dict[str, float]]:
+    """--quality FILE: either {K: {metric: value}} or a `recipes.evaluate` report.json."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise BenchmarkError(f"--quality {p}: cannot read JSON ({e})") from e
+    if isinstance(data, dict) and "systems" in data and "summary" in data:
+        return quality_from_report(data)
+    if not (isinstance(data, dict) and all(isinstance(v, dict) for v in data.values())):
+        raise BenchmarkError(f"--quality {p}: expected {{K: {{metric: value}}}} or a recipes.evaluate report.json")
+    return data
+
+
+# --------------------------------------------------------------------------------------------------
 # the benchmark
 # --------------------------------------------------------------------------------------------------
 def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -253,7 +306,7 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
         "load_average_at_end": list(os.getloadavg()),
     }
     if args.quality:
-        result["quality"] = json.loads(Path(args.quality).read_text())
+        result["quality"] = load_quality(args.quality)
     result["plots"] = make_plots(result, mel_images, out_dir, mel_config)
     (out_dir / "benchmark.json").write_text(json.dumps(result, indent=2))
     (out_dir / "benchmark.md").write_text(to_markdown(result))

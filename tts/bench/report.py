@@ -49,8 +49,11 @@ def make_plots(result: dict[str, Any], mel_images: dict[str, torch.Tensor], out_
         ks = sorted(q, key=lambda k: int(k))
         fig, ax = plt.subplots(figsize=(6, 4))
         metrics = sorted({m for k in ks for m in q[k]})
-        axes = [ax] + [ax.twinx() for _ in metrics[1:2]]
-        for i, m in enumerate(metrics[:2]):
+        # two y axes: intelligibility and spectral distance when present, else the first two metrics
+        preferred = [m for m in ("cer", "mcd_db", "mcd") if m in metrics][:2]
+        shown = preferred if len(preferred) == 2 else metrics[:2]
+        axes = [ax] + [ax.twinx() for _ in shown[1:2]]
+        for i, m in enumerate(shown):
             axes[i].plot([int(k) for k in ks], [q[k].get(m, float("nan")) for k in ks], marker="o",
                          color=f"C{i}", label=m)
             axes[i].set_ylabel(m, color=f"C{i}")
