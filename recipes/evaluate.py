@@ -75,7 +75,7 @@ class System:
     vocoder: str | None = None
     checkpoint: str | None = None
     refine_steps: int | None = None
-    temperature: float | None = None  # NAR refiner's starting-noise scale (None = model default, 1.0)
+    temperature: float | None = None  # NAR refiner's starting-noise scale (None = the model's refine_temperature)
 
     def spec(self) -> dict[str, Any]:
         """What made the wavs (stored in each sidecar; a different spec means resynthesis)."""

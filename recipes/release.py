@@ -15,6 +15,7 @@ one in place.  `checkpoints/release.json` records what was shipped.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 
 
 # model-config keys that only steer inference (safe to change without retraining)
-INFERENCE_OVERRIDES = {"refine_steps", "min_token_frames", "max_frames", "max_frames_per_token"}
+INFERENCE_OVERRIDES = {"refine_steps", "refine_temperature", "min_token_frames", "max_frames", "max_frames_per_token"}
 
 
 class ReleaseError(RuntimeError):
@@ -62,8 +63,12 @@ def export_one(src: Path, dst: Path, half: bool, overrides: dict[str, Any] | Non
     dst.parent.mkdir(parents=True, exist_ok=True)
     loaded = checkpoint.load(src)
     for key, value in (overrides or {}).items():
-        if key not in INFERENCE_OVERRIDES or key not in loaded.meta.model_config:
-            raise ReleaseError(f"{src}: cannot override {key!r} (allowed: {sorted(INFERENCE_OVERRIDES)} present in the model config)")
+        # a key the training config did not spell out is fine if the model's constructor takes it
+        # (e.g. refine_temperature, added after the checkpoint was trained)
+        known = key in loaded.meta.model_config or key in inspect.signature(type(loaded.model)).parameters
+        if key not in INFERENCE_OVERRIDES or not known:
+            raise ReleaseError(f"{src}: cannot override {key!r} (allowed: {sorted(INFERENCE_OVERRIDES)} "
+                               f"that {type(loaded.model).__name__} takes)")
         loaded.meta.model_config[key] = value
     loaded.meta.info = {**loaded.meta.info, **info, **({"overrides": dict(overrides)} if overrides else {})}
     checkpoint.save(dst, loaded.model, loaded.meta, half=half)

@@ -356,3 +356,14 @@ def test_infer_max_frames_guard_and_given_durations():
     given = torch.tensor([[1, 2, 3, 4, 5, 6, 7], [2, 2, 2, 2, 9, 9, 9], [3, 1, 9, 9, 9, 9, 9]])
     forced = model.infer(tokens, lengths, refine_steps=0, durations=given)
     assert forced.mel_lengths.tolist() == [28, 8, 4]
+
+
+def test_refine_temperature_is_the_default_start_noise():
+    tokens, lengths = _tokens()
+    cold = _model_with_durations(refine_temperature=0.0)
+    a = cold.infer(tokens, lengths, refine_steps=2).mels
+    b = cold.infer(tokens, lengths, refine_steps=2).mels
+    assert torch.equal(a, b)  # temperature 0 by default: no noise, same output twice
+    assert not torch.equal(a, cold.infer(tokens, lengths, refine_steps=2, temperature=1.0).mels)
+    with pytest.raises(ValueError, match="refine_temperature"):
+        tiny_model(refine_temperature=-0.1)

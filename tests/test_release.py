@@ -87,3 +87,18 @@ def test_release_overrides_inference_defaults_only(sources, tmp_path):
     assert meta.model_config["refine_steps"] == 2 and meta.info["overrides"] == {"refine_steps": 2}
     with pytest.raises(ReleaseError, match="cannot override 'd_model'"):
         release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"d_model": 64}})
+
+
+def test_release_sets_a_default_the_training_config_did_not_spell_out(sources, tmp_path):
+    # the refiner temperature is a constructor argument the training run left at its default
+    src = checkpoint.load(sources["nar"])
+    src.meta.model_config.pop("refine_temperature", None)
+    checkpoint.save(tmp_path / "old.pt", src.model, src.meta)
+    out = tmp_path / "checkpoints"
+    release({"ar": None, "nar": str(tmp_path / "old.pt")}, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"},
+            out, overrides={"nar": {"refine_steps": 2, "refine_temperature": 0.5}})
+    loaded = checkpoint.load(out / "nar.pt")
+    assert loaded.model.refine_steps == 2 and loaded.model.refine_temperature == 0.5
+    with pytest.raises(ReleaseError, match="cannot override 'no_such_thing'"):
+        release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out,
+                overrides={"nar": {"no_such_thing": 1}})

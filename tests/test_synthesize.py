@@ -40,7 +40,7 @@ def test_cli_writes_a_wav(ckpts, tmp_path: Path, name: str):
 def test_cli_stdin_and_nar_controls(ckpts, tmp_path: Path):
     out = tmp_path / "s.wav"
     r = run("--checkpoint", str(ckpts["nonautoregressive"]), "--vocoder", "griffin-lim", "--out", str(out),
-            "--refine-steps", "2", "--speed", "1.5", "--pitch", "2", stdin="Piped text, read from standard input.")
+            "--refine-steps", "2", "--speed", "1.5", "--pitch", "2", "--temperature", "0.5", stdin="Piped text, read from standard input.")
     assert r.returncode == 0, r.stderr and out.is_file()
 
 
@@ -70,6 +70,7 @@ def test_long_text_is_split_and_batched(ckpts):
         (["--text", "hi", "--checkpoint", "/nonexistent.pt"], 4, "not found"),
         (["--text", "hi", "--vocoder", "no-such-vocoder"], 2, "unknown vocoder"),
         (["--text", "hi", "--speed", "0"], 2, "speed"),
+        (["--text", "hi", "--temperature", "-1"], 2, "temperature"),
     ],
 )
 def test_bad_input_exit_codes(ckpts, tmp_path: Path, args, code, message):

@@ -99,9 +99,11 @@ class Synthesizer:
 
     @torch.inference_mode()
     def synthesize(self, text: str, batch_size: int = 8, refine_steps: int | None = None, speed: float | None = None,
-                   pitch_shift: float | None = None, progress: Callable[[int, int], None] | None = None) -> SynthesisResult:
+                   pitch_shift: float | None = None, progress: Callable[[int, int], None] | None = None,
+                   temperature: float | None = None) -> SynthesisResult:
         t0 = time.perf_counter()
-        controls = self._controls(refine_steps=refine_steps, speed=speed, pitch_shift=pitch_shift)
+        controls = self._controls(refine_steps=refine_steps, speed=speed, pitch_shift=pitch_shift,
+                                  temperature=temperature)
         sentences = split_sentences(text) or [text]
         encoded: list[tuple[str, list[int]]] = []
         notes: list[str] = []

@@ -36,6 +36,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--checkpoint", type=Path, default=None, help="acoustic checkpoint file (overrides --model)")
     p.add_argument("--vocoder", default=None, help="griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder")
     p.add_argument("--refine-steps", type=int, default=None, help="NAR: K refinement steps (0 = coarse mel)")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="NAR: refiner start-noise scale (default: the checkpoint's; 0 = deterministic)")
     p.add_argument("--speed", type=float, default=None, help="NAR: speaking rate (2 = twice as fast)")
     p.add_argument("--pitch", type=float, default=None, help="NAR: pitch shift in semitones")
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
@@ -47,6 +49,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--batch-size must be >= 1")
     if args.refine_steps is not None and args.refine_steps < 0:
         p.error("--refine-steps must be >= 0")
+    if args.temperature is not None and not 0 <= args.temperature <= 2:
+        p.error("--temperature must be in [0, 2]")
     if args.speed is not None and not 0.1 <= args.speed <= 10:
         p.error("--speed must be in [0.1, 10]")
     return args
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                 if total > 1:
                     print(f"\r  {done}/{total} sentences", end="\n" if done == total else "", file=sys.stderr, flush=True)
         result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
-                                  speed=args.speed, pitch_shift=args.pitch, progress=progress)
+                                  temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch, progress=progress)
     except TextError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_TEXT

@@ -103,6 +103,7 @@ class FastSpeech2(nn.Module):
         refiner_loss_weight: float = 1.0,
         refiner_detach_coarse: bool = True,
         refine_steps: int = 4,
+        refine_temperature: float = 1.0,  # default start-noise scale of the refiner (Matcha: 0.667)
         # inference
         min_token_frames: int = 0,
         max_frames: int = 4000,
@@ -114,6 +115,8 @@ class FastSpeech2(nn.Module):
         super().__init__()
         if refine_steps < 0:
             raise ValueError(f"refine_steps must be >= 0, got {refine_steps}")
+        if refine_temperature < 0:
+            raise ValueError(f"refine_temperature must be >= 0, got {refine_temperature}")
         self.n_mels = n_mels
         self.duration_loss_weight = duration_loss_weight
         self.pitch_loss_weight = pitch_loss_weight
@@ -121,6 +124,7 @@ class FastSpeech2(nn.Module):
         self.refiner_loss_weight = refiner_loss_weight
         self.refiner_detach_coarse = refiner_detach_coarse
         self.refine_steps = refine_steps
+        self.refine_temperature = refine_temperature
         self.min_token_frames = min_token_frames
         self.max_frames = max_frames
         self.mel_pad_value = mel_pad_value
@@ -299,7 +303,7 @@ class FastSpeech2(nn.Module):
         pitch_scale: float = 1.0,
         energy_scale: float = 1.0,
         refine_early_stop: float | None = None,
-        temperature: float = 1.0,
+        temperature: float | None = None,
         durations: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
     ) -> NARInferenceOutput:
@@ -310,7 +314,8 @@ class FastSpeech2(nn.Module):
         pitch_shift: semitones added to every token's F0; pitch_scale: multiplies the log-F0 deviation
         from the utterance mean (0 = monotone).  energy_scale: multiplies the raw energy.
         refine_early_stop: stop when a step's update RMS (normalised units) falls below this.
-        temperature: scales the refiner's starting noise (0 = deterministic).
+        temperature: scales the refiner's starting noise (None = the constructor's refine_temperature;
+        0 = deterministic).
         durations: [B, L] frames per token to use instead of the predicted ones (e.g. ground truth for
         evaluation); speed still applies if != 1.
         The early-stop decision is taken for the whole batch; everything else is per item, so an item's
@@ -319,6 +324,9 @@ class FastSpeech2(nn.Module):
         steps = self.refine_steps if refine_steps is None else int(refine_steps)
         if steps < 0:
             raise ValueError(f"refine_steps must be >= 0, got {steps}")
+        temperature = self.refine_temperature if temperature is None else float(temperature)
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
         token_mask = lengths_to_mask(token_lengths, tokens.shape[1])
         h = self.encode(tokens, token_mask)
         var = self.variance(h, token_mask, pitch_shift=pitch_shift, pitch_scale=pitch_scale, energy_scale=energy_scale)
