@@ -159,3 +159,18 @@ def test_quality_errors_are_clear(tmp_path):
         load_quality(p)
     with pytest.raises(BenchmarkError, match="cannot read JSON"):
         load_quality(tmp_path / "missing.json")
+
+
+def test_memory_probe_reads_its_own_peak_not_its_parents(tmp_path):
+    """ru_maxrss survives exec (the child would report the benchmark's own peak); VmHWM does not."""
+    from tts.bench.memory import _maxrss_mb, run_memory_probe_subprocess
+
+    ckpt = tiny_checkpoint(tmp_path / "nar.pt", "nonautoregressive", **TINY["nonautoregressive"])
+    ballast = torch.ones(1024, 1024, 256)  # 1 GiB resident in this (parent) process
+    parent_peak = _maxrss_mb()
+    spec = {"system": "nar_k0", "kind": "nar", "k": 0, "checkpoint": str(ckpt), "forced": True,
+            "tokens": [5, 6, 7, 8], "frames": 40, "threads": 1, "device": "cpu"}
+    probe = run_memory_probe_subprocess(spec, tmp_path)
+    del ballast
+    assert "error" not in probe, probe
+    assert probe["rss_peak_mb"] < parent_peak - 512, (probe, parent_peak)

@@ -19,22 +19,30 @@ from tts.bench.timing import make_sync
 # --------------------------------------------------------------------------------------------------
 # memory probe (a fresh subprocess per system)
 # --------------------------------------------------------------------------------------------------
-def _maxrss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
-
-
-def _current_rss_mb() -> float | None:
+def _status_mb(field: str) -> float | None:
+    """A /proc/self/status memory field (kB) in MiB, or None off Linux."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
     except OSError:
         pass
     return None
 
 
+def _maxrss_mb() -> float:
+    """This process's RSS high-water mark.  VmHWM, not ru_maxrss: after exec, ru_maxrss still reports
+    the peak of the process we were forked from (the benchmark itself), so every probe read the same."""
+    hwm = _status_mb("VmHWM")
+    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB
+
+
+def _current_rss_mb() -> float | None:
+    return _status_mb("VmRSS")
+
+
 def _reset_peak_rss() -> bool:
-    """Reset the kernel's RSS high-water mark (which ru_maxrss reports) to the current RSS: `import torch`
+    """Reset the kernel's RSS high-water mark (VmHWM) to the current RSS: `import torch`
     alone peaks far above a loaded small model, which would hide the inference's own growth."""
     try:
         Path("/proc/self/clear_refs").write_text("5")
@@ -82,8 +90,8 @@ def memory_probe(spec: dict[str, Any]) -> dict[str, Any]:
     res = {"rss_process_start_mb": rss_start, "maxrss_before_inference_mb": rss_after_load_peak,
            "rss_baseline_mb": rss_base, "rss_peak_mb": rss_peak, "rss_delta_mb": rss_peak - rss_base,
            "hwm_reset": reset, "rss_now_mb": _current_rss_mb(),
-           "method": "ru_maxrss growth over one inference in a fresh process (peak reset via /proc/self/clear_refs"
-                     " after loading)" if reset else "ru_maxrss growth (peak could not be reset: may read 0)"}
+           "method": "VmHWM growth over one inference in a fresh process (peak reset via /proc/self/clear_refs"
+                     " after loading)" if reset else "VmHWM growth (peak could not be reset: may read 0)"}
     if device.startswith("cuda"):
         res["cuda_max_allocated_mb"] = torch.cuda.max_memory_allocated() / 2**20
         res["cuda_delta_mb"] = (torch.cuda.max_memory_allocated() - base_alloc) / 2**20

@@ -153,7 +153,8 @@ def run_peers(args, bench: Bench, loaded, texts, mel_latency, e2e, tmp: Path, lo
         try:
             model, kwargs = builder(cfg, n_symbols, n_mels)
             model = model.to(device)
-            per = {}
+            per: dict[str, dict] = {}
+            failed: dict[str, str] = {}  # length -> why the peer could not run it
             ours = "ar" if kind == "ar" else ref
             with torch.inference_mode():
                 for n in args.lengths:
@@ -168,7 +169,12 @@ def run_peers(args, bench: Bench, loaded, texts, mel_latency, e2e, tmp: Path, lo
                     else:
                         d = torch.tensor([forced_durations(n, frames / n)], device=device)
                         fn = lambda: model(tokens, durations=d)  # noqa: E731
-                    out, times = bench.timeit(fn)
+                    try:
+                        out, times = bench.timeit(fn)
+                    except RuntimeError as e:  # e.g. SpeechBrain FastSpeech2's 2500-frame positional table
+                        failed[str(n)] = f"{type(e).__name__}: {e}"
+                        log(f"  peer {name} len {n:4d}: could not run: {e}")
+                        continue
                     got = out[0].shape[-1] if kind == "ar" else out[1].shape[1]
                     t = median(times)
                     per[str(n)] = {"median_s": t, "frames": int(got),
@@ -180,7 +186,10 @@ def run_peers(args, bench: Bench, loaded, texts, mel_latency, e2e, tmp: Path, lo
                            "size": args.peer_size, "constructor": kwargs,
                            "call": "Tacotron2.infer(tokens, lengths), early stopping off, max_decoder_steps forced"
                            if kind == "ar" else "FastSpeech2.forward(tokens, durations=forced)",
-                           "per_length": per}
+                           "per_length": per, "failed_lengths": failed}
+            if not per:
+                peers[name]["status"] = "failed"
+                peers[name]["reason"] = "; ".join(f"{n}: {why}" for n, why in failed.items())
         except Exception as e:  # noqa: BLE001 - report, don't fail the run
             peers[name] = {"status": "failed", "reason": f"{type(e).__name__}: {e}"}
             log(f"  peer {name} could not run: {e}")

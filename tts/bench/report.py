@@ -88,6 +88,11 @@ def _ms(x: float) -> str:
     return f"{x * 1000:.1f}"
 
 
+def _num(x) -> str:
+    """A metric for a table: 4 significant digits, blank when absent."""
+    return "" if x is None else f"{x:.4g}" if isinstance(x, (int, float)) else str(x)
+
+
 def to_markdown(r: dict[str, Any]) -> str:
     m, s = r["meta"], r["settings"]
     lengths, names = s["lengths"], list(r["mel_latency"])
@@ -174,6 +179,8 @@ def to_markdown(r: dict[str, Any]) -> str:
                 for n, v in p["per_length"].items():
                     ours = [x for kk, x in v.items() if kk.startswith("ours_") and kk.endswith("median_s")][0]
                     lines.append(f"| {n} | {v['frames']} | {_ms(v['median_s'])} | {_ms(ours)} | {v['ours_over_peer']:.2f} |")
+                for n, why in p.get("failed_lengths", {}).items():
+                    lines.append(f"| {n} | – | failed: {why[:120]} | – | – |")
             lines.append("")
 
     if "quality" in r:
@@ -182,6 +189,6 @@ def to_markdown(r: dict[str, Any]) -> str:
         ms_ = sorted({mm for v in r["quality"].values() for mm in v})
         lines.append("|---|" + "---|" * len(ms_))
         for k in sorted(r["quality"], key=int):
-            lines.append(f"| {k} | " + " | ".join(str(r["quality"][k].get(mm, "")) for mm in ms_) + " |")
+            lines.append(f"| {k} | " + " | ".join(_num(r["quality"][k].get(mm)) for mm in ms_) + " |")
     lines += ["", "## Plots", ""] + [f"- {k}: `{v}`" for k, v in r["plots"].items()]
     return "\n".join(lines) + "\n"
