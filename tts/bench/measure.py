@@ -110,7 +110,8 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
     fps = args.frames_per_symbol or DEFAULT_FRAMES_PER_SYMBOL
     speed_only = any(random_models.values())
     if speed_only:
-        notes.append("RANDOM-WEIGHT MODELS: these numbers measure SPEED ONLY (the audio is noise).")
+        which = ", ".join(k for k, v in random_models.items() if v)
+        notes.append(f"RANDOM-WEIGHT MODELS ({which}): their numbers measure SPEED ONLY (their audio is noise).")
     if forced:
         notes.append(f"Output length forced to round(symbols x {fps:g}) frames for every system "
                      "(NAR: fixed durations; AR: max_decoder_steps, stop token disabled).")
@@ -287,6 +288,7 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
             "machine": facts,
             "models": models_info,
             "speed_only": speed_only,
+            "random_models": random_models,
             "forced_length": forced,
             "frames_per_symbol": fps if forced else None,
             "notes": notes,

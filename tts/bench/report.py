@@ -99,7 +99,8 @@ def to_markdown(r: dict[str, Any]) -> str:
     mf = m["machine"]
     lines = ["# TTS benchmark", ""]
     if m["speed_only"]:
-        lines += ["**RANDOM-WEIGHT MODELS -- SPEED ONLY.** Output lengths are forced; the audio is noise.", ""]
+        which = ", ".join(k for k, v in m.get("random_models", {}).items() if v) or "some models"
+        lines += [f"**RANDOM-WEIGHT MODELS ({which}) -- SPEED ONLY.** Output lengths are forced; their audio is noise.", ""]
     lines += [f"- command: `{m['command']}`", f"- started: {m['started']}",
               f"- machine: {mf['cpu_model']}, {mf['cpu_count']} CPUs, torch {mf['torch_version']} "
               f"({mf['torch_threads']} threads), device {mf['device']}"
