@@ -174,3 +174,19 @@ def test_memory_probe_reads_its_own_peak_not_its_parents(tmp_path):
     del ballast
     assert "error" not in probe, probe
     assert probe["rss_peak_mb"] < parent_peak - 512, (probe, parent_peak)
+
+
+def test_report_with_a_peer_that_failed_at_one_length(smoke, tmp_path):
+    import copy
+
+    from tts.bench.report import make_plots, to_markdown
+
+    _, r = smoke
+    r = copy.deepcopy(r)
+    peer = r["peers"]["speechbrain_fastspeech2"]
+    assert peer["status"] == "ok", peer
+    peer["per_length"].pop("20")
+    peer["failed_lengths"] = {"20": "RuntimeError: positional table too short"}
+    plots = make_plots(r, {}, tmp_path, None)
+    assert Path(plots["latency_vs_length"]).is_file()
+    assert "| 20 | – | failed: RuntimeError: positional table too short" in to_markdown({**r, "plots": plots})

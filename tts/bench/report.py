@@ -27,7 +27,8 @@ def make_plots(result: dict[str, Any], mel_images: dict[str, torch.Tensor], out_
                 label=name.upper().replace("NAR_K", "NAR K="))
     for name, peer in result["peers"].items():
         if peer.get("status") == "ok" and name.startswith("speechbrain"):
-            ax.plot(lengths, [peer["per_length"][str(n)]["median_s"] * 1000 for n in lengths], marker="x",
+            ran = [n for n in lengths if str(n) in peer["per_length"]]  # a peer may fail at some lengths
+            ax.plot(ran, [peer["per_length"][str(n)]["median_s"] * 1000 for n in ran], marker="x",
                     linestyle="--", label=name)
     ax.set_yscale("log")
     ax.set_xlabel("input length (symbols)")
