@@ -1,0 +1,63 @@
+"""tts.evaluation.table: README tables made from recipes.evaluate reports, not retyped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tts.evaluation.report import write_report
+from tts.evaluation.table import ReportError, collect, to_markdown
+
+
+def make_report(out: Path, per_system: dict[str, list[dict]], corpus: dict[str, dict]) -> Path:
+    """A report.json as recipes.evaluate writes it: write_report's payload + corpus_asr."""
+    _, js = write_report(per_system, out, n_boot=50)
+    payload = json.loads(js.read_text())
+    payload["corpus_asr"] = corpus
+    js.write_text(json.dumps(payload))
+    return js
+
+
+@pytest.fixture
+def reports(tmp_path: Path) -> tuple[Path, Path]:
+    a = make_report(tmp_path / "a", {
+        "ground_truth": [{"cer": 0.0, "mcd_db": 0.0}, {"cer": 0.1, "mcd_db": 0.0}],
+        "ar": [{"cer": 0.2, "mcd_db": 10.0, "ar_failure": True}, {"cer": 0.0, "mcd_db": 12.0, "ar_failure": False}],
+    }, {"ground_truth": {"cer": 0.04, "wer": 0.1, "n": 2}, "ar": {"cer": 0.08, "wer": 0.2, "n": 2}})
+    b = make_report(tmp_path / "b", {
+        "ground_truth": [{"cer": 0.5, "mcd_db": 0.0}],
+        "nar_k2": [{"cer": 0.0, "mcd_db": 11.0, "distillmos": 2.25}],
+    }, {"ground_truth": {"cer": 0.5, "wer": 0.5, "n": 1}, "nar_k2": {"cer": 0.01, "wer": 0.02, "n": 1}})
+    return a, b
+
+
+def test_table_takes_each_system_from_the_first_report_that_has_it(reports):
+    a, b = reports
+    rows = collect([a, b], ["ground_truth", "ar", "nar_k2"])
+    md = to_markdown(rows, ["cer", "mcd_db", "ar_failure", "distillmos"], {"nar_k2": "NAR K=2"})
+    lines = md.splitlines()
+    assert lines[0] == "| system | cer | mcd_db | ar_failure | distillmos |"
+    # corpus-level CER (0.04), not the mean of per-utterance CERs (0.05), and not report b's 0.5
+    assert lines[2] == "| ground_truth | 0.040 | 0.00 | – | – |"
+    assert lines[3] == "| ar | 0.080 | 11.00 | 0.500 | – |"
+    assert lines[4] == "| NAR K=2 | 0.010 | 11.00 | – | 2.25 |"
+
+
+def test_cli_prints_the_table_and_rejects_unknown_systems_and_files(reports, tmp_path: Path):
+    a, b = reports
+    cmd = [sys.executable, "-m", "tts.evaluation.table", str(a), str(b)]
+    r = subprocess.run(cmd + ["--columns", "cer,wer"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[2:] == ["| ground_truth | 0.040 | 0.100 |", "| ar | 0.080 | 0.200 |",
+                                         "| nar_k2 | 0.010 | 0.020 |"]
+    r = subprocess.run(cmd + ["--systems", "ar,tacotron9"], capture_output=True, text=True)
+    assert r.returncode == 2 and "tacotron9" in r.stderr and r.stdout == ""
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ReportError, match="not a JSON report"):
+        collect([tmp_path / "bad.json"])
+    with pytest.raises(ReportError, match="no report at"):
+        collect([tmp_path / "missing.json"])

@@ -1,0 +1,115 @@
+"""One markdown table from one or more `recipes.evaluate` reports (their report.json), so that a figure
+table in the README or docs is made by a command, never retyped:
+
+    python -m tts.evaluation.table docs/results/eval_test_ar/report.json \
+        docs/results/eval_test_nar/report.json --systems ground_truth,ar,nar_k0,nar_k2 \
+        --columns cer,wer,mcd_db,distillmos,ar_failure,mel_s
+
+Columns: `cer` / `wer` are corpus-level (total edits / total reference length, the report's
+`corpus_asr`); every other column is the per-utterance mean from the report's `summary` (any metric
+name a report has, e.g. mcd_db, log_f0_rmse_cents, distillmos, has_missing_words, ar_failure, mel_s,
+rtf).  A system found in several reports is taken from the first that has it (so the reports are
+listed in order of preference); a cell a report lacks is "–".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+CORPUS_COLUMNS = ("cer", "wer")
+DEFAULT_COLUMNS = ("cer", "wer", "mcd_db", "distillmos")
+# decimals per column (others: 3); MCD in dB and F0 in cents do not need more
+DIGITS = {"mcd_db": 2, "log_f0_rmse_cents": 0, "distillmos": 2, "mel_s": 3, "seconds": 2}
+
+
+class ReportError(ValueError):
+    """A file that is not a recipes.evaluate report, or a system no report has."""
+
+
+@dataclass
+class SystemRow:
+    name: str
+    report: Path
+    summary: dict  # metric -> {"mean", "ci_low", "ci_high", ...}
+    corpus_asr: dict | None  # {"cer", "wer", "n"} or None (ASR was off)
+
+
+def read_report(path: Path) -> dict:
+    try:
+        payload = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ReportError(f"no report at {path} (run `python -m recipes.evaluate` first)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReportError(f"{path} is not a JSON report: {e}") from None
+    if not isinstance(payload, dict) or "summary" not in payload:
+        raise ReportError(f"{path} is not a recipes.evaluate report.json (no 'summary')")
+    return payload
+
+
+def collect(paths: Sequence[Path], systems: Sequence[str] | None = None) -> list[SystemRow]:
+    """Rows in the order of `systems` (default: every system of every report, first report first)."""
+    found: dict[str, SystemRow] = {}
+    for path in paths:
+        payload = read_report(path)
+        corpus = payload.get("corpus_asr") or {}
+        for name, summary in payload["summary"].items():
+            found.setdefault(name, SystemRow(name, Path(path), summary, corpus.get(name)))
+    if systems is None:
+        return list(found.values())
+    missing = [s for s in systems if s not in found]
+    if missing:
+        raise ReportError(f"systems {missing} are in none of {[str(p) for p in paths]}; they have {sorted(found)}")
+    return [found[s] for s in systems]
+
+
+def cell(row: SystemRow, column: str) -> str:
+    if column in CORPUS_COLUMNS:
+        value = (row.corpus_asr or {}).get(column)
+    else:
+        value = (row.summary.get(column) or {}).get("mean")
+    if value is None:
+        return "–"
+    return f"{value:.{DIGITS.get(column, 3)}f}"
+
+
+def to_markdown(rows: Sequence[SystemRow], columns: Sequence[str], labels: dict[str, str] | None = None) -> str:
+    labels = labels or {}
+    lines = ["| system | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for r in rows:
+        lines.append(f"| {labels.get(r.name, r.name)} | " + " | ".join(cell(r, c) for c in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _csv(s: str | None) -> list[str] | None:
+    return [x.strip() for x in s.split(",") if x.strip()] if s else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tts.evaluation.table", description=__doc__.split("\n\n")[0])
+    p.add_argument("reports", nargs="+", type=Path, help="recipes.evaluate report.json files, in order of preference")
+    p.add_argument("--systems", default=None, help="comma-separated systems, in table order (default: all)")
+    p.add_argument("--columns", default=",".join(DEFAULT_COLUMNS), help="comma-separated metrics")
+    p.add_argument("--label", action="append", default=[], metavar="SYSTEM=LABEL", help="row label for a system")
+    args = p.parse_args(argv)
+    labels = {}
+    for item in args.label:
+        if "=" not in item:
+            p.error(f"--label wants SYSTEM=LABEL, got {item!r}")
+        k, v = item.split("=", 1)
+        labels[k] = v
+    try:
+        rows = collect(args.reports, _csv(args.systems))
+    except ReportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(to_markdown(rows, _csv(args.columns) or list(DEFAULT_COLUMNS), labels))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
