@@ -145,3 +145,28 @@ def test_tiny_training_resumes_and_its_checkpoint_rebuilds_a_vocoder(
     assert all(torch.equal(v, sd[k]) for k, v in module.model.state_dict().items())
     d_key = next(k for k in raw["state_dict"] if k.startswith("discriminator."))
     assert torch.equal(module.state_dict()[d_key], raw["state_dict"][d_key])
+
+
+def test_generator_only_warmup_then_gan(fixture_corpus: Path, tmp_path: Path, restore_threads: None):
+    """discriminator_start_batch=1: batch 1 trains the generator alone (discriminator untouched, still
+    2 optimizer steps per batch), batch 2 is a full GAN step."""
+    from recipes.train_vocoder import build
+
+    cfg = compose_cfg(fixture_corpus, tmp_path, "trainer.max_steps=2", "discriminator_start_batch=1",
+                      "checkpoint_every_n_steps=1000", "trainer.val_check_interval=1000")
+    torch.set_num_threads(cfg.threads)
+    module, data, trainer = build(cfg)
+    g0 = [p.detach().clone() for p in module.model.parameters()]
+    d0 = [p.detach().clone() for p in module.discriminator.parameters()]
+    trainer.fit(module, datamodule=data)
+    assert trainer.global_step == 2 and module.iteration == 1 and module.adversarial
+    assert all(torch.equal(a, b) for a, b in zip(d0, module.discriminator.parameters()))
+    assert not all(torch.equal(a, b) for a, b in zip(g0, module.model.parameters()))
+    opt_g, opt_d = trainer.optimizers
+    assert opt_d.state == {} and opt_g.state[next(module.model.parameters())]["step"] == 1
+    trainer.fit_loop.epoch_loop.max_steps = 4  # one more batch: now the discriminator trains too
+    trainer.fit(module, datamodule=data)
+    assert trainer.global_step == 4
+    assert not all(torch.equal(a, b) for a, b in zip(d0, module.discriminator.parameters()))
+    with pytest.raises(ValueError, match="discriminator_start_batch"):
+        build(compose_cfg(fixture_corpus, tmp_path, "discriminator_start_batch=-1"))
