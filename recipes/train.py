@@ -1,6 +1,8 @@
 """Train an acoustic model: `python -m recipes.train model=autoregressive data=slt [experiment=...]`.
 
-Resume a killed run with `ckpt_path=last` (same exp_dir).  Multi-GPU: `trainer=ddp`; multi-node:
+Resume a killed run with `ckpt_path=last` (same exp_dir).  Start a new run from the weights of an
+earlier one (e.g. a shipped release checkpoint, when the training folder is gone) with
+`init_from=checkpoints/ar.pt`: weights only, fresh optimizer and schedule.  Multi-GPU: `trainer=ddp`; multi-node:
 launch the same command under torchrun with `trainer.num_nodes=N`.
 """
 
@@ -19,7 +21,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
 from tts.audio import MelConfig
-from tts.checkpoint import CheckpointMeta
+from tts.checkpoint import CheckpointMeta, warm_start
 from tts.training.callbacks import step_checkpoint
 from tts.training.module import AcousticModule, AtomicCheckpointIO
 
@@ -38,13 +40,20 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
     stats_path = Path(cfg.data.root) / "features" / "stats.json"
     if hasattr(model, "set_data_statistics") and stats_path.is_file():
         model.set_data_statistics(json.loads(stats_path.read_text()))
+    warm: dict[str, object] = {}
+    if cfg.get("init_from") and not cfg.ckpt_path:
+        source = warm_start(model, cfg.init_from, mel_config, frontend.to_dict())
+        log.info("weights initialised from %s (%s)", cfg.init_from, source)
+        # training steps behind the starting weights, summed over a chain of warm starts
+        warm = {"init_from": str(cfg.init_from),
+                "steps_before": int(source.get("steps_before") or 0) + int(source.get("global_step") or 0)}
     meta = CheckpointMeta(
         kind="acoustic",
         model_config=OmegaConf.to_container(cfg.model, resolve=True),
         build_kwargs=build_kwargs,
         mel_config=mel_config,
         frontend=frontend.to_dict(),
-        info={"recipe": "recipes.train", "experiment": cfg.name, "data": str(cfg.data.root)},
+        info={"recipe": "recipes.train", "experiment": cfg.name, "data": str(cfg.data.root), **warm},
     )
     module = AcousticModule(
         model=model,

@@ -145,3 +145,37 @@ def test_nar_tiny_training_run_on_distilled_durations(featurised_corpus: Path, t
     ids = torch.tensor([loaded.frontend().encode("Hello world.")])
     out = loaded.model.infer(ids, torch.tensor([ids.shape[1]]), refine_steps=2)
     assert out.mels.shape[1] == 80 and out.mel_lengths[0] > 0
+
+
+def test_init_from_warm_starts_weights_and_counts_steps_before(featurised_corpus: Path, tmp_path: Path):
+    first = tmp_path / "first"
+    base = ["debug=tiny", f"data.root={featurised_corpus}", "log_audio=false", "trainer.max_steps=5", *TINY_AR]
+    fit(base + [f"exp_dir={first}"])
+    release = tmp_path / "ar.pt"
+    checkpoint.export(first / "checkpoints" / "last.ckpt", release, info={"global_step": 5})
+
+    # a new run starts from the released (fp16) weights, not from random ones
+    cfg = config(base + [f"exp_dir={tmp_path / 'second'}", f"init_from={release}"])
+    module, _, _ = build(cfg)
+    shipped = checkpoint.load(release).model.state_dict()
+    for name, value in module.model.state_dict().items():
+        assert torch.equal(value, shipped[name]), name
+    assert module.meta.info["init_from"] == str(release) and module.meta.info["steps_before"] == 5
+
+    # a chain of warm starts sums the steps behind the weights
+    _, trainer = fit(base + [f"exp_dir={tmp_path / 'second'}", f"init_from={release}"])
+    assert trainer.global_step == 5
+    third = config(base + [f"exp_dir={tmp_path / 'third'}", f"init_from={tmp_path / 'second' / 'checkpoints' / 'last.ckpt'}"])
+    assert build(third)[0].meta.info["steps_before"] == 10
+
+
+def test_init_from_refuses_another_architecture_or_mel(featurised_corpus: Path, tmp_path: Path):
+    base = ["debug=tiny", f"data.root={featurised_corpus}", "log_audio=false", "trainer.max_steps=2", *TINY_AR]
+    fit(base + [f"exp_dir={tmp_path / 'a'}"])
+    src = tmp_path / "a" / "checkpoints" / "last.ckpt"
+    with pytest.raises(checkpoint.CheckpointError, match="do not fit"):
+        build(config(base + [f"exp_dir={tmp_path / 'b'}", f"init_from={src}", "model.decoder_rnn_dim=48"]))
+    with pytest.raises(checkpoint.CheckpointError, match="mel config differs"):
+        build(config(base + [f"exp_dir={tmp_path / 'b'}", f"init_from={src}", "audio.f_max=7600"]))
+    with pytest.raises(checkpoint.CheckpointError, match="not found"):
+        build(config(base + [f"exp_dir={tmp_path / 'b'}", f"init_from={tmp_path / 'missing.pt'}"]))

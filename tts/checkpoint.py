@@ -137,6 +137,33 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> LoadedCheckpoi
     return LoadedCheckpoint(model=model.to(device).eval(), meta=meta)
 
 
+def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, frontend: dict[str, Any] | None) -> dict[str, Any]:
+    """Copy the weights of checkpoint `path` into `model` (a fresh run initialised from an earlier one).
+
+    Only weights travel: optimizer state, step count and LR schedule start anew (use `ckpt_path` to
+    resume a run instead).  The source must describe the same mel and the same symbol table, because
+    weights learnt for other symbol ids or another mel would load without error and mean nothing.
+    Returns the source's `info` (its step, experiment) for the log.
+    """
+    raw = read_raw(path)
+    meta = CheckpointMeta.from_dict(raw["tts"])
+    if meta.mel_config != mel_config:
+        raise CheckpointError(
+            f"init_from {path}: its mel config differs from this run's:\n  checkpoint: {meta.mel_config}\n  run:        {mel_config}"
+        )
+    if frontend is not None and meta.frontend is not None:
+        old, new = meta.frontend.get("symbols"), frontend.get("symbols")
+        if old != new:
+            raise CheckpointError(f"init_from {path}: its symbol table differs from this run's text frontend")
+    own = model.state_dict()
+    sd = {k: v.to(own[k].dtype) if k in own and v.is_floating_point() else v for k, v in model_state_dict(raw).items()}
+    try:
+        model.load_state_dict(sd)
+    except RuntimeError as e:
+        raise CheckpointError(f"init_from {path}: weights do not fit this run's model: {e}") from e
+    return {**meta.info, "global_step": raw.get("global_step", meta.info.get("global_step"))}
+
+
 def save(path: str | Path, model: nn.Module, meta: CheckpointMeta, half: bool = False) -> None:
     """Write an exported (weights-only) checkpoint; `half` stores float weights as fp16."""
     sd = {k: (v.half() if half and v.is_floating_point() else v).detach().cpu().clone() for k, v in model.state_dict().items()}
