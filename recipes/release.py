@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 INFERENCE_OVERRIDES = {"refine_steps", "refine_temperature", "min_token_frames", "max_frames", "max_frames_per_token"}
 
 
+# what a release records of a file's origin (kept when an already shipped file is released again)
+PROVENANCE = ("source", "source_sha256", "global_step")
+
+
 class ReleaseError(RuntimeError):
     """A release that would not work: missing source, mel mismatch, over budget."""
 
@@ -55,11 +59,19 @@ def export_one(src: Path, dst: Path, half: bool, overrides: dict[str, Any] | Non
     if not src.is_file():
         raise ReleaseError(f"release source {src} does not exist (train it first, or set it to null)")
     raw = checkpoint.read_raw(src)
-    info = {
-        "source": str(src),
-        "source_sha256": sha256(src.resolve()),
-        "global_step": raw.get("global_step", raw["tts"].get("info", {}).get("global_step")),
-    }
+    src_info = raw["tts"].get("info", {})
+    if "global_step" not in raw and "source" in src_info:
+        # a shipped file shipped again (its training folder is gone): keep where its weights came from
+        info = {k: src_info.get(k) for k in PROVENANCE}
+    else:
+        info = {
+            "source": str(src),
+            "source_sha256": sha256(src.resolve()),
+            "global_step": raw.get("global_step", src_info.get("global_step")),
+        }
+    if src_info.get("steps_before"):
+        # trained on from earlier weights (recipes.train init_from): the steps behind those weights
+        info["steps_before"] = src_info["steps_before"]
     dst.parent.mkdir(parents=True, exist_ok=True)
     loaded = checkpoint.load(src)
     for key, value in (overrides or {}).items():

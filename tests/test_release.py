@@ -102,3 +102,20 @@ def test_release_sets_a_default_the_training_config_did_not_spell_out(sources, t
     with pytest.raises(ReleaseError, match="cannot override 'no_such_thing'"):
         release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out,
                 overrides={"nar": {"no_such_thing": 1}})
+
+
+def test_rereleasing_a_shipped_file_keeps_its_provenance_and_weights(sources, tmp_path):
+    # a later session ships a new AR while the NAR's training folder is gone: the NAR is released from
+    # the shipped file itself, which must keep the weights bit for bit and the record of where they came from
+    first = tmp_path / "first"
+    release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, first)
+    shipped = json.loads((first / "release.json").read_text())["files"]["nar.pt"]
+    second = tmp_path / "second"
+    summary = release({"ar": sources["ar"], "nar": str(first / "nar.pt")}, "griffin-lim",
+                      {"acoustic": "nar", "vocoder": "griffin-lim"}, second)
+    again = summary["files"]["nar.pt"]
+    assert {k: again[k] for k in ("source", "source_sha256", "global_step")} == \
+        {k: shipped[k] for k in ("source", "source_sha256", "global_step")}
+    assert again["source"] == sources["nar"]
+    a, b = checkpoint.read_raw(first / "nar.pt")["state_dict"], checkpoint.read_raw(second / "nar.pt")["state_dict"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
