@@ -124,16 +124,22 @@ def model_state_dict(raw: dict[str, Any]) -> dict[str, torch.Tensor]:
     return sd
 
 
+def load_weights(model: nn.Module, raw: dict[str, Any], error: str) -> None:
+    """Copy a checkpoint's weights into `model` as float32 (release files store fp16); a weight that
+    does not fit raises CheckpointError(`error`: details)."""
+    sd = {k: v.float() if v.is_floating_point() else v for k, v in model_state_dict(raw).items()}
+    try:
+        model.load_state_dict(sd)
+    except RuntimeError as e:
+        raise CheckpointError(f"{error}: {e}") from e
+
+
 def load(path: str | Path, device: str | torch.device = "cpu") -> LoadedCheckpoint:
     """Rebuild the model described by a checkpoint, in eval mode, in float32."""
     raw = read_raw(path)
     meta = CheckpointMeta.from_dict(raw["tts"])
     model = meta.build_model()
-    sd = {k: v.float() if v.is_floating_point() else v for k, v in model_state_dict(raw).items()}
-    try:
-        model.load_state_dict(sd)
-    except RuntimeError as e:
-        raise CheckpointError(f"{path}: weights do not fit the model its config describes: {e}") from e
+    load_weights(model, raw, f"{path}: weights do not fit the model its config describes")
     return LoadedCheckpoint(model=model.to(device).eval(), meta=meta)
 
 
@@ -155,12 +161,7 @@ def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, fronte
         old, new = meta.frontend.get("symbols"), frontend.get("symbols")
         if old != new:
             raise CheckpointError(f"init_from {path}: its symbol table differs from this run's text frontend")
-    own = model.state_dict()
-    sd = {k: v.to(own[k].dtype) if k in own and v.is_floating_point() else v for k, v in model_state_dict(raw).items()}
-    try:
-        model.load_state_dict(sd)
-    except RuntimeError as e:
-        raise CheckpointError(f"init_from {path}: weights do not fit this run's model: {e}") from e
+    load_weights(model, raw, f"init_from {path}: weights do not fit this run's model")
     return {**meta.info, "global_step": raw.get("global_step", meta.info.get("global_step"))}
 
 
