@@ -67,7 +67,7 @@ def export_one(src: Path, dst: Path, half: bool, overrides: dict[str, Any] | Non
         info = {
             "source": str(src),
             "source_sha256": sha256(src.resolve()),
-            "global_step": raw.get("global_step", src_info.get("global_step")),
+            "global_step": checkpoint.global_step(raw),
         }
     if src_info.get("steps_before"):
         # trained on from earlier weights (recipes.train init_from): the steps behind those weights

@@ -24,7 +24,7 @@ import torch
 from hydra.utils import instantiate
 from torch import nn
 
-from tts.audio import MelConfig
+from tts.audio import MelConfig, MelConfigMismatchError
 
 FORMAT = "tts-checkpoint-v1"
 LIGHTNING_PREFIX = "model."
@@ -124,6 +124,11 @@ def model_state_dict(raw: dict[str, Any]) -> dict[str, torch.Tensor]:
     return sd
 
 
+def global_step(raw: dict[str, Any]) -> int | None:
+    """Training step of a checkpoint: Lightning's own count, or the one a release file recorded."""
+    return raw.get("global_step", raw["tts"].get("info", {}).get("global_step"))
+
+
 def load_weights(model: nn.Module, raw: dict[str, Any], error: str) -> None:
     """Copy a checkpoint's weights into `model` as float32 (release files store fp16); a weight that
     does not fit raises CheckpointError(`error`: details)."""
@@ -153,16 +158,16 @@ def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, fronte
     """
     raw = read_raw(path)
     meta = CheckpointMeta.from_dict(raw["tts"])
-    if meta.mel_config != mel_config:
-        raise CheckpointError(
-            f"init_from {path}: its mel config differs from this run's:\n  checkpoint: {meta.mel_config}\n  run:        {mel_config}"
-        )
+    try:
+        meta.mel_config.check_compatible(mel_config, f"init_from {path}", "this run")
+    except MelConfigMismatchError as e:
+        raise CheckpointError(f"init_from {path}: its mel config differs from this run's: {e}") from e
     if frontend is not None and meta.frontend is not None:
         old, new = meta.frontend.get("symbols"), frontend.get("symbols")
         if old != new:
             raise CheckpointError(f"init_from {path}: its symbol table differs from this run's text frontend")
     load_weights(model, raw, f"init_from {path}: weights do not fit this run's model")
-    return {**meta.info, "global_step": raw.get("global_step", meta.info.get("global_step"))}
+    return {**meta.info, "global_step": global_step(raw)}
 
 
 def save(path: str | Path, model: nn.Module, meta: CheckpointMeta, half: bool = False) -> None:
