@@ -391,8 +391,9 @@ def score_utterance(system: System, r: Reference, out: Path, cfg: DictConfig, ju
     for k in ("mel_s", "vocoder_s"):
         if info.get(k) is not None:
             row[k] = info[k]
-    if info.get("mel_s") is not None:
-        row["rtf"] = (info["mel_s"] + info.get("vocoder_s", 0.0)) / max(row["seconds"], 1e-9)
+    if info.get("mel_s") is not None or info.get("vocoder_s") is not None:
+        # synthesis seconds per second of audio; for a copy system that is the vocoder's own RTF
+        row["rtf"] = (info.get("mel_s", 0.0) + info.get("vocoder_s", 0.0)) / max(row["seconds"], 1e-9)
     if "n_tokens" in info:
         row["n_tokens"] = info["n_tokens"]
     f = info.get("ar_failure")

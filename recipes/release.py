@@ -1,7 +1,7 @@
 """Export trained checkpoints as the shipped release (conf/release.yaml).
 
     python -m recipes.release
-    python -m recipes.release vocoder=exp/hifigan_v3/checkpoints/last.ckpt default.vocoder=hifigan
+    python -m recipes.release vocoder_source=exp/vocoder_hifigan_v3/checkpoints/last.ckpt default.vocoder=hifigan
 
 Each training checkpoint (Lightning: weights + optimizer state, ~90 MB for the AR model) becomes a
 weights-only fp16 file that still describes itself (model config, mel config, symbol table), with
@@ -128,7 +128,7 @@ def release(acoustic: dict[str, str | None], vocoder: str, default: dict[str, st
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="release")
 def main(cfg: DictConfig) -> None:
-    summary = release(dict(cfg.acoustic), str(cfg.vocoder), dict(cfg.default), Path(cfg.out_dir),
+    summary = release(dict(cfg.acoustic), str(cfg.vocoder_source), dict(cfg.default), Path(cfg.out_dir),
                       half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
                       overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v})
     print(json.dumps(summary, indent=2))

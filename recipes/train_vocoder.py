@@ -75,6 +75,7 @@ def build(cfg: DictConfig) -> tuple[VocoderGanModule, VocoderDataModule, pl.Trai
         grad_clip=cfg.grad_clip,
         log_audio_items=cfg.log_audio_items,
         discriminator_start_batch=cfg.discriminator_start_batch,
+        stft_loss_weight=cfg.loss.stft_loss_weight,
     )
     if cfg.get("init_from"):
         init_weights(module, cfg.init_from, mel_config)

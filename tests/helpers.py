@@ -26,6 +26,18 @@ def tiny_checkpoint(path: Path, model_name: str, mel_config: MelConfig | None = 
     return path
 
 
+def tiny_vocoder_checkpoint(path: Path, mel_config: MelConfig | None = None) -> Path:
+    """A random HiFi-GAN V3 generator with 8 initial channels, saved as recipes.train_vocoder would."""
+    from tts.vocoder.registry import build_vocoder, config_node, vocoder_meta
+
+    mel_config = mel_config or MelConfig.default()
+    node = {**config_node("hifigan_v3"), "upsample_initial_channel": 8}
+    torch.manual_seed(0)
+    model = build_vocoder(node, mel_config)
+    checkpoint.save(path, model, vocoder_meta(node, mel_config, {"note": "random test vocoder"}))
+    return path
+
+
 TINY = {
     "autoregressive": dict(embedding_dim=32, encoder_dim=32, prenet_dim=16, attention_rnn_dim=32, decoder_rnn_dim=32,
                            attention_dim=16, postnet_channels=16, location_filters=4, max_frames_per_token=3.0),

@@ -93,7 +93,11 @@ def test_report_files_and_metrics(evaluated):
 
     # timings only where a model made mels; AR failures only for the AR system
     assert "mel_s" in s["ar"] and "mel_s" in s["nar_k2"] and "mel_s" not in s["ground_truth"]
-    assert "vocoder_s" in s["copy_griffin_lim"]
+    assert "vocoder_s" in s["copy_griffin_lim"] and "rtf" not in s["ground_truth"]
+    copy = s["copy_griffin_lim"]  # a copy system's RTF is its vocoder's: vocoder seconds / audio seconds
+    assert copy["rtf"]["mean"] > 0
+    copy_rows = report["utterances"]["copy_griffin_lim"]
+    assert all(r["rtf"] == pytest.approx(r["vocoder_s"] / r["seconds"]) for r in copy_rows)
     assert "ar_failure" in s["ar"] and "ar_failure" not in s["nar_k0"]
     assert report["systems"]["nar_k2"]["refine_steps"] == 2
     side = json.loads((out / "nar_k2" / "slt_00012.json").read_text())

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from recipes.release import ReleaseError, release
-from tests.helpers import TINY, tiny_checkpoint
+from tests.helpers import TINY, tiny_checkpoint, tiny_vocoder_checkpoint
 from tts import checkpoint
 from tts.audio import MelConfig
 from tts.inference import Synthesizer
@@ -75,7 +75,7 @@ def test_release_config_composes_and_runs(sources, tmp_path):
     out = tmp_path / "rel"
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("release", overrides=[f"acoustic.ar={sources['ar']}", f"acoustic.nar={sources['nar']}", f"out_dir={out}"])
-    summary = release(dict(cfg.acoustic), str(cfg.vocoder), dict(cfg.default), Path(cfg.out_dir),
+    summary = release(dict(cfg.acoustic), str(cfg.vocoder_source), dict(cfg.default), Path(cfg.out_dir),
                       half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb))
     assert set(summary["files"]) == {"ar.pt", "nar.pt"} and (out / "default.json").is_file()
 
@@ -119,3 +119,27 @@ def test_rereleasing_a_shipped_file_keeps_its_provenance_and_weights(sources, tm
     assert again["source"] == sources["nar"]
     a, b = checkpoint.read_raw(first / "nar.pt")["state_dict"], checkpoint.read_raw(second / "nar.pt")["state_dict"]
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_release_cli_ships_a_vocoder_as_the_default(sources, tmp_path):
+    """The documented command line: `vocoder_source=PATH default.vocoder=hifigan` (a key that is not the
+    name of a config group, so Hydra takes it as a value)."""
+    import subprocess
+    import sys
+
+    from tts.paths import REPO_ROOT
+
+    voc = tiny_vocoder_checkpoint(tmp_path / "voc.ckpt")
+    out = tmp_path / "rel"
+    p = subprocess.run([sys.executable, "-m", "recipes.release", f"acoustic.ar={sources['ar']}",
+                        f"acoustic.nar={sources['nar']}", f"vocoder_source={voc}", "default.vocoder=hifigan",
+                        f"out_dir={out}"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads((out / "default.json").read_text()) == {"acoustic": "nar", "vocoder": "hifigan"}
+    shipped = json.loads((out / "release.json").read_text())["files"]
+    assert set(shipped) == {"ar.pt", "nar.pt", "vocoder/hifigan_v3.pt"}
+    assert shipped["vocoder/hifigan_v3.pt"]["source_sha256"]
+    vocoder = load_vocoder(out / "vocoder" / "hifigan_v3.pt")
+    mel = torch.randn(1, 80, 10) - 5.0
+    reference = load_vocoder(voc)(mel).wave
+    assert torch.allclose(vocoder(mel).wave, reference, atol=1e-2)  # fp16 weights, same generator

@@ -153,7 +153,7 @@ def test_generator_only_warmup_then_gan(fixture_corpus: Path, tmp_path: Path, re
     from recipes.train_vocoder import build
 
     cfg = compose_cfg(fixture_corpus, tmp_path, "trainer.max_steps=2", "discriminator_start_batch=1",
-                      "checkpoint_every_n_steps=1000", "trainer.val_check_interval=1000")
+                      "checkpoint_every_n_steps=1000", "trainer.val_check_interval=1000", "loss.stft_loss_weight=2.5")
     torch.set_num_threads(cfg.threads)
     module, data, trainer = build(cfg)
     g0 = [p.detach().clone() for p in module.model.parameters()]
@@ -164,9 +164,28 @@ def test_generator_only_warmup_then_gan(fixture_corpus: Path, tmp_path: Path, re
     assert not all(torch.equal(a, b) for a, b in zip(g0, module.model.parameters()))
     opt_g, opt_d = trainer.optimizers
     assert opt_d.state == {} and opt_g.state[next(module.model.parameters())]["step"] == 1
+    assert module.stft_loss is not None and float(trainer.logged_metrics["train/stft"]) > 0
     trainer.fit_loop.epoch_loop.max_steps = 4  # one more batch: now the discriminator trains too
     trainer.fit(module, datamodule=data)
     assert trainer.global_step == 4
     assert not all(torch.equal(a, b) for a, b in zip(d0, module.discriminator.parameters()))
     with pytest.raises(ValueError, match="discriminator_start_batch"):
         build(compose_cfg(fixture_corpus, tmp_path, "discriminator_start_batch=-1"))
+
+
+def test_multi_resolution_stft_loss(fixture_corpus: Path, mel_config: MelConfig):
+    """0 for the same wave, grows with the distortion, and its gradient reaches the generated wave."""
+    from tts.training.vocoder_module import MultiResolutionSTFTLoss
+
+    utt_id = read_split_ids(fixture_corpus, "train")[0]
+    y = load_wav(fixture_corpus / "wavs" / f"{utt_id}.wav", mel_config.sample_rate)[None, None, :16384]
+    loss = MultiResolutionSTFTLoss()
+    assert float(loss(y, y)) == 0.0
+    noise = torch.randn_like(y) * y.abs().mean()
+    small, large = float(loss(y + 0.1 * noise, y)), float(loss(y + noise, y))
+    assert 0.0 < small < large
+    y_hat = (y + noise).requires_grad_()
+    loss(y_hat, y).backward()
+    assert torch.isfinite(y_hat.grad).all() and y_hat.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="same length"):
+        MultiResolutionSTFTLoss(fft_sizes=(512,), hop_sizes=(50, 100), win_lengths=(240,))

@@ -48,6 +48,46 @@ class MelL1Loss(nn.Module):
             return nn.functional.l1_loss(self.mel(y_hat[:, 0].float()), self.mel(y[:, 0].float()))
 
 
+class MultiResolutionSTFTLoss(nn.Module):
+    """Parallel WaveGAN's auxiliary loss (Yamamoto et al. 2020, eq. 1-4): at each (n_fft, hop, win)
+    resolution, spectral convergence ||Y| - |Y_hat||_F / ||Y||_F plus L1 of log magnitudes, averaged
+    over resolutions.  Waves [B, 1, N] -> scalar.
+
+    Written here rather than taken from SpeechBrain: its `STFTLoss` calls `torch.stft` without
+    `return_complex` (an error in torch 2.x) and without a window (rectangular).  Several resolutions
+    constrain the fine time structure that one 80-band mel leaves free, which is what a generator
+    trained without the discriminators (the warm-up) lacks most.
+    """
+
+    def __init__(
+        self,
+        fft_sizes: tuple[int, ...] = (1024, 2048, 512),
+        hop_sizes: tuple[int, ...] = (120, 240, 50),
+        win_lengths: tuple[int, ...] = (600, 1200, 240),
+    ) -> None:
+        super().__init__()
+        if not len(fft_sizes) == len(hop_sizes) == len(win_lengths):
+            raise ValueError("fft_sizes, hop_sizes and win_lengths must have the same length")
+        self.resolutions = list(zip(fft_sizes, hop_sizes, win_lengths))
+        for n_fft, _, win in self.resolutions:
+            self.register_buffer(f"window_{n_fft}", torch.hann_window(win), persistent=False)
+
+    def _magnitude(self, x: torch.Tensor, n_fft: int, hop: int, win: int) -> torch.Tensor:
+        spec = torch.stft(x, n_fft, hop, win, window=getattr(self, f"window_{n_fft}"), return_complex=True)
+        return spec.abs().clamp(min=1e-7)  # [B, n_fft/2+1, frames]; clamp: log of silence
+
+    def forward(self, y_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type=y.device.type, enabled=False):
+            y_hat, y = y_hat[:, 0].float(), y[:, 0].float()  # [B, N]
+            total = y.new_zeros(())
+            for n_fft, hop, win in self.resolutions:
+                mag_hat, mag = self._magnitude(y_hat, n_fft, hop, win), self._magnitude(y, n_fft, hop, win)
+                convergence = torch.linalg.norm(mag - mag_hat) / torch.linalg.norm(mag)
+                log_magnitude = nn.functional.l1_loss(mag_hat.log(), mag.log())
+                total = total + convergence + log_magnitude
+            return total / len(self.resolutions)
+
+
 class VocoderGanModule(pl.LightningModule):
     """Trains `model` (a HifiGanVocoder; saved under the `model.` prefix so that `tts.checkpoint.load`
     rebuilds it from the Lightning checkpoint) against SpeechBrain's MPD + MSD discriminator.
@@ -69,6 +109,7 @@ class VocoderGanModule(pl.LightningModule):
         grad_clip: float | None = None,
         log_audio_items: int = 2,
         discriminator_start_batch: int = 0,
+        stft_loss_weight: float = 0.0,
     ) -> None:
         super().__init__()
         self.automatic_optimization = False
@@ -84,6 +125,9 @@ class VocoderGanModule(pl.LightningModule):
             raise ValueError(f"discriminator_start_batch must be >= 0, got {discriminator_start_batch}")
         self.discriminator_start_batch = discriminator_start_batch
         self.mel_loss_weight = mel_loss_weight
+        # Optional multi-resolution STFT term, in both phases (0 = HiFi-GAN as published).
+        self.stft_loss_weight = stft_loss_weight
+        self.stft_loss = MultiResolutionSTFTLoss() if stft_loss_weight > 0 else None
         self.generator_loss = GeneratorLoss(
             mseg_loss=MSEGLoss(),
             mseg_loss_weight=adversarial_loss_weight,
@@ -139,8 +183,9 @@ class VocoderGanModule(pl.LightningModule):
         with torch.no_grad():
             _, feats_real = self.discriminator(y)
         g_losses = self.generator_loss(sb.Stage.TRAIN, y_hat, y, scores_fake, feats_fake, feats_real)
+        g_loss = g_losses["G_loss"] + self._stft_term(y_hat, y, len(batch))
         opt_g.zero_grad(set_to_none=True)
-        self.manual_backward(g_losses["G_loss"])
+        self.manual_backward(g_loss)
         self._clip(opt_g)
         opt_g.step()
         self.untoggle_optimizer(opt_g)
@@ -148,7 +193,7 @@ class VocoderGanModule(pl.LightningModule):
         for scheduler in self._schedulers():
             scheduler.step()
         b = len(batch)
-        self.log("train/g_loss", g_losses["G_loss"], prog_bar=True, batch_size=b)
+        self.log("train/g_loss", g_loss, prog_bar=True, batch_size=b)
         self.log("train/d_loss", d_losses["D_loss"], prog_bar=True, batch_size=b)
         self.log("train/mel_l1", g_losses["G_l1_spec_loss"], prog_bar=True, batch_size=b)
         self.log("train/feature_matching", g_losses["G_feat_match_loss"], batch_size=b)
@@ -162,7 +207,7 @@ class VocoderGanModule(pl.LightningModule):
         generator that already speaks."""
         mel_l1 = self.generator_loss.l1_spec_loss(y_hat, y)  # the GAN phase's mel term, unweighted
         opt_g.zero_grad(set_to_none=True)
-        self.manual_backward(self.mel_loss_weight * mel_l1)
+        self.manual_backward(self.mel_loss_weight * mel_l1 + self._stft_term(y_hat, y, b))
         self._clip(opt_g)
         opt_g.step()
         # No discriminator gradient exists (grads are None), so AdamW leaves its weights and state alone;
@@ -173,6 +218,14 @@ class VocoderGanModule(pl.LightningModule):
             scheduler.step()
         self.log("train/mel_l1", mel_l1, prog_bar=True, batch_size=b)
         self.log("train/lr", opt_g.param_groups[0]["lr"], batch_size=b)
+
+    def _stft_term(self, y_hat: torch.Tensor, y: torch.Tensor, b: int) -> torch.Tensor:
+        """stft_loss_weight x multi-resolution STFT loss (logged unweighted), or 0 when disabled."""
+        if self.stft_loss is None:
+            return y.new_zeros(())
+        loss = self.stft_loss(y_hat, y)
+        self.log("train/stft", loss, batch_size=b)
+        return self.stft_loss_weight * loss
 
     def _schedulers(self) -> list[Any]:
         schedulers = self.lr_schedulers()
