@@ -168,6 +168,13 @@ def test_init_from_warm_starts_weights_and_counts_steps_before(featurised_corpus
     third = config(base + [f"exp_dir={tmp_path / 'third'}", f"init_from={tmp_path / 'second' / 'checkpoints' / 'last.ckpt'}"])
     assert build(third)[0].meta.info["steps_before"] == 10
 
+    # resuming the warm-started run (ckpt_path=last) keeps its provenance in the checkpoints it writes
+    _, trainer = fit([o for o in base if not o.startswith("trainer.max_steps")]
+                     + ["trainer.max_steps=7", f"exp_dir={tmp_path / 'second'}", "ckpt_path=last"])
+    info = checkpoint.read_raw(tmp_path / "second" / "checkpoints" / "last.ckpt")["tts"]["info"]
+    assert trainer.global_step == 7 and info["global_step"] == 7
+    assert info["init_from"] == str(release) and info["steps_before"] == 5
+
 
 def test_init_from_refuses_another_architecture_or_mel(featurised_corpus: Path, tmp_path: Path):
     base = ["debug=tiny", f"data.root={featurised_corpus}", "log_audio=false", "trainer.max_steps=2", *TINY_AR]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable
 from typing import Any
 
@@ -105,3 +107,14 @@ class AcousticModule(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         info = {**self.meta.info, "global_step": int(self.global_step), "epoch": int(self.current_epoch)}
         checkpoint["tts"] = {**self.meta.to_dict(), "info": info}
+
+    # provenance of the weights a run started from (recipes.train init_from): survives a resume
+    PROVENANCE_KEYS = ("init_from", "steps_before")
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Resuming (`ckpt_path=last`) rebuilds the module from the config, which no longer says where the
+        run's first weights came from: take that from the checkpoint, so the steps stay counted."""
+        stored = (checkpoint.get("tts") or {}).get("info") or {}
+        kept = {k: stored[k] for k in self.PROVENANCE_KEYS if k in stored}
+        if kept:
+            self.meta = dataclasses.replace(self.meta, info={**self.meta.info, **kept})
