@@ -69,19 +69,20 @@ class MultiResolutionSTFTLoss(nn.Module):
         if not len(fft_sizes) == len(hop_sizes) == len(win_lengths):
             raise ValueError("fft_sizes, hop_sizes and win_lengths must have the same length")
         self.resolutions = list(zip(fft_sizes, hop_sizes, win_lengths))
-        for n_fft, _, win in self.resolutions:
-            self.register_buffer(f"window_{n_fft}", torch.hann_window(win), persistent=False)
+        for i, win in enumerate(win_lengths):  # by position: two resolutions may share an n_fft
+            self.register_buffer(f"window_{i}", torch.hann_window(win), persistent=False)
 
-    def _magnitude(self, x: torch.Tensor, n_fft: int, hop: int, win: int) -> torch.Tensor:
-        spec = torch.stft(x, n_fft, hop, win, window=getattr(self, f"window_{n_fft}"), return_complex=True)
+    def _magnitude(self, x: torch.Tensor, i: int) -> torch.Tensor:
+        n_fft, hop, win = self.resolutions[i]
+        spec = torch.stft(x, n_fft, hop, win, window=getattr(self, f"window_{i}"), return_complex=True)
         return spec.abs().clamp(min=1e-7)  # [B, n_fft/2+1, frames]; clamp: log of silence
 
     def forward(self, y_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type=y.device.type, enabled=False):
             y_hat, y = y_hat[:, 0].float(), y[:, 0].float()  # [B, N]
             total = y.new_zeros(())
-            for n_fft, hop, win in self.resolutions:
-                mag_hat, mag = self._magnitude(y_hat, n_fft, hop, win), self._magnitude(y, n_fft, hop, win)
+            for i in range(len(self.resolutions)):
+                mag_hat, mag = self._magnitude(y_hat, i), self._magnitude(y, i)
                 convergence = torch.linalg.norm(mag - mag_hat) / torch.linalg.norm(mag)
                 log_magnitude = nn.functional.l1_loss(mag_hat.log(), mag.log())
                 total = total + convergence + log_magnitude
