@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tts.evaluation.report import write_report
-from tts.evaluation.table import ReportError, collect, to_markdown
+from tts.evaluation.table import ReportError, collect, main, to_markdown
 
 
 def make_report(out: Path, per_system: dict[str, list[dict]], corpus: dict[str, dict]) -> Path:
@@ -61,3 +63,28 @@ def test_cli_prints_the_table_and_rejects_unknown_systems_and_files(reports, tmp
         collect([tmp_path / "bad.json"])
     with pytest.raises(ReportError, match="no report at"):
         collect([tmp_path / "missing.json"])
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def documented_tables(doc: Path) -> list[tuple[list[str], str]]:
+    """(argv, table) for each ``` block running tts.evaluation.table that a markdown table follows."""
+    found = []
+    for m in re.finditer(r"```\n(.*?)```\n+((?:\|[^\n]*\n)+)", doc.read_text(), re.S):
+        command, table = m.group(1).replace("\\\n", " "), m.group(2)
+        if "-m tts.evaluation.table" in command:
+            argv = shlex.split(command.split("-m tts.evaluation.table", 1)[1])
+            found.append((argv, table))
+    return found
+
+
+@pytest.mark.parametrize("doc", ["README.md", "checkpoints/README.md"])
+def test_documented_tables_are_what_their_commands_print(doc, capsys, monkeypatch):
+    # a figure in the docs comes from a command anyone can rerun: rerun it on the committed reports
+    monkeypatch.chdir(ROOT)
+    tables = documented_tables(ROOT / doc)
+    assert tables, f"{doc} has no table made by tts.evaluation.table"
+    for argv, table in tables:
+        assert main(argv) == 0
+        assert capsys.readouterr().out.strip() == table.strip(), f"{doc}: table of `{' '.join(argv)}` is stale"
