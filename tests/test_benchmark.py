@@ -10,8 +10,8 @@ import torch
 
 from helpers import TINY, tiny_checkpoint
 from tts import benchmark
+from tts.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_cuda_without_cuda_fails_clearly(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("CUDA is available here")
     r = subprocess.run([sys.executable, "-m", "tts.benchmark", "--random", "--device", "cuda", "--out", str(tmp_path)],
-                       capture_output=True, text=True, cwd=REPO, timeout=120)
+                       capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert r.returncode != 0
     assert "CUDA is not available" in r.stderr and "--device cpu" in r.stderr
     assert not (tmp_path / "benchmark.json").exists()

@@ -13,6 +13,7 @@ import pytest
 
 from tts.evaluation.report import write_report
 from tts.evaluation.table import ReportError, collect, main, to_markdown
+from tts.paths import REPO_ROOT
 
 
 def make_report(out: Path, per_system: dict[str, list[dict]], corpus: dict[str, dict]) -> Path:
@@ -65,9 +66,6 @@ def test_cli_prints_the_table_and_rejects_unknown_systems_and_files(reports, tmp
         collect([tmp_path / "missing.json"])
 
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 def documented_tables(doc: Path) -> list[tuple[list[str], str]]:
     """(argv, table) for each ``` block running tts.evaluation.table that a markdown table follows."""
     found = []
@@ -82,8 +80,8 @@ def documented_tables(doc: Path) -> list[tuple[list[str], str]]:
 @pytest.mark.parametrize("doc", ["README.md", "checkpoints/README.md"])
 def test_documented_tables_are_what_their_commands_print(doc, capsys, monkeypatch):
     # a figure in the docs comes from a command anyone can rerun: rerun it on the committed reports
-    monkeypatch.chdir(ROOT)
-    tables = documented_tables(ROOT / doc)
+    monkeypatch.chdir(REPO_ROOT)
+    tables = documented_tables(REPO_ROOT / doc)
     assert tables, f"{doc} has no table made by tts.evaluation.table"
     for argv, table in tables:
         assert main(argv) == 0
