@@ -1,0 +1,270 @@
+"""Source-filter neural vocoder: a small frame-rate network drives a differentiable DSP synthesiser.
+
+Design (DESIGN.md section 1; anchors: the neural homomorphic vocoder, Liu et al. 2020; Agrawal et al.
+2024's ultra-lightweight DDSP vocoder; DDSP, Engel et al. 2020).  Per mel frame, a dilated 1-D conv
+network reads the log-mel and predicts
+  - F0 as a class over log-frequency bins (CREPE-style; trained with cross-entropy against the corpus's
+    own pyworld F0), decoded by a local weighted mean around the most likely bin;
+  - voicing (a logit; trained with binary cross-entropy), which gates the harmonic source;
+  - two causal cepstra: the minimum-phase filters of the harmonic (pulse-train) source and of the noise
+    source (HTS, which made our corpus, synthesises the same way: pulse/noise through an MLSA filter).
+The waveform is made by `tts.vocoder.dsp.render`: band-limited pulse train with float64 cumulative
+phase + counter-based noise, filtered frame by frame in the STFT domain, overlap-added.  Training
+(tts.training.source_filter_module) feeds the ground-truth F0 to the oscillator and fits the filters
+with multi-resolution STFT + mel losses; no GAN is needed for the filters to be learned.
+
+Streaming.  `stream()` returns a `SourceFilterStream` that takes mel chunks and returns audio as soon
+as it is determined: it lags the input by `lookahead_frames` (the network's receptive half-width plus
+the DSP's context), carries the oscillator phase, and equals whole-utterance synthesis to float
+rounding (tests/test_source_filter.py states the tolerance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from tts.audio import MelConfig
+from tts.vocoder.base import Vocoder, WaveOutput
+from tts.vocoder.dsp import F0Bins, RenderInput, Synthesis, render
+
+
+@dataclass
+class FrameParams:
+    """Network outputs per mel frame, for frames [first_frame, first_frame + T)."""
+
+    f0_logits: torch.Tensor  # [B, n_bins, T]
+    voicing_logits: torch.Tensor  # [B, T]
+    harmonic_cepstrum: torch.Tensor  # [B, T, Lh]
+    noise_cepstrum: torch.Tensor  # [B, T, Ln]
+    first_frame: int = 0
+
+    def crop(self, start: int, stop: int) -> "FrameParams":
+        """Absolute frames [start, stop)."""
+        a, b = start - self.first_frame, stop - self.first_frame
+        return FrameParams(self.f0_logits[..., a:b], self.voicing_logits[:, a:b],
+                           self.harmonic_cepstrum[:, a:b], self.noise_cepstrum[:, a:b], start)
+
+
+@dataclass
+class SourceFilterOutput:
+    """What training needs: the wave made with the given F0, and the F0/voicing predictions."""
+
+    wave: torch.Tensor  # [B, T * hop]
+    f0_logits: torch.Tensor  # [B, n_bins, T]
+    voicing_logits: torch.Tensor  # [B, T]
+
+
+class ResidualBlock(nn.Module):
+    """x + conv1x1(act(conv_k,d(act(x)))): [B, C, T] -> [B, C, T], receptive half-width d (k - 1) / 2."""
+
+    def __init__(self, channels: int, kernel_size: int, dilation: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(channels, channels, kernel_size, dilation=dilation, padding=dilation * (kernel_size - 1) // 2)
+        self.mix = nn.Conv1d(channels, channels, 1)
+        self.act = nn.LeakyReLU(0.1)
+        self.reach = dilation * (kernel_size - 1) // 2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.mix(self.act(self.conv(self.act(x))))
+
+
+class SourceFilterVocoder(Vocoder):
+    """log-mel [B, M, T] -> wave [B, T * hop] by a learned source-filter model (module docstring)."""
+
+    def __init__(
+        self,
+        mel_config: MelConfig,
+        hidden_channels: int = 192,
+        kernel_size: int = 3,
+        dilations: Sequence[int] = (1, 2, 4, 1, 2, 4),
+        harmonic_cepstrum: int = 64,
+        noise_cepstrum: int = 24,
+        f0_min: float = 60.0,
+        f0_max: float = 500.0,
+        cents_per_bin: float = 20.0,
+        frame_hop: int = 128,
+        window: int = 512,
+        cutoff_hz: float = 10000.0,
+        voicing_threshold: float = 0.5,
+        seed: int = 0,
+    ) -> None:
+        if not isinstance(mel_config, MelConfig):
+            raise TypeError(f"mel_config must be a tts.audio.MelConfig, got {type(mel_config).__name__}")
+        super().__init__(mel_config)
+        if kernel_size % 2 == 0:
+            raise ValueError(f"kernel_size must be odd (centred convolutions), got {kernel_size}")
+        dilations = [int(d) for d in dilations]
+        self.bins = F0Bins(float(f0_min), float(f0_max), float(cents_per_bin))
+        self.synthesis = Synthesis(mel_config.sample_rate, mel_config.hop_length, int(frame_hop), int(window),
+                                   float(cutoff_hz), int(seed))
+        if max(harmonic_cepstrum, noise_cepstrum) > window // 2:
+            raise ValueError(f"cepstra of {harmonic_cepstrum}/{noise_cepstrum} coefficients need window >= "
+                             f"{2 * max(harmonic_cepstrum, noise_cepstrum)}")
+        self.n_harmonic, self.n_noise = int(harmonic_cepstrum), int(noise_cepstrum)
+        self.voicing_threshold = float(voicing_threshold)
+        c = int(hidden_channels)
+        self.conv_in = nn.Conv1d(mel_config.n_mels, c, kernel_size, padding=(kernel_size - 1) // 2)
+        self.blocks = nn.ModuleList(ResidualBlock(c, kernel_size, d) for d in dilations)
+        self.head = nn.Conv1d(c, self.bins.n_bins + 1 + self.n_harmonic + self.n_noise, 1)
+        # Frames of mel on each side that influence one output frame of the network.
+        self.receptive_frames = (kernel_size - 1) // 2 + sum(b.reach for b in self.blocks)
+        # Log-mel scale: [log_floor, 0] -> [-1, 1] (derived from the mel config, not learned).
+        self.mel_offset = mel_config.log_floor / 2
+        self._init_head()
+
+    def _init_head(self) -> None:
+        """Start quiet and flat: cepstra 0 except the log gains (c[0]), a -40 dB-ish harmonic filter and
+        a quieter noise filter, so early training does not fight huge random spectra."""
+        nb = self.bins.n_bins + 1
+        with torch.no_grad():
+            self.head.weight[nb:].mul_(0.01)
+            self.head.bias[nb:].zero_()
+            self.head.bias[nb] = -4.0
+            self.head.bias[nb + self.n_harmonic] = -6.0
+
+    @property
+    def lookahead_frames(self) -> int:
+        """Mel frames a stream must have received beyond the audio it returns."""
+        return self.receptive_frames + self.synthesis.context_frames
+
+    # --- the network ------------------------------------------------------------------------------
+    def frame_params(self, mel: torch.Tensor, first_frame: int = 0) -> FrameParams:
+        """mel [B, M, T] -> FrameParams for the same frames (edges zero-padded inside the network)."""
+        x = (mel.float() - self.mel_offset) / -self.mel_offset
+        x = self.conv_in(x)
+        for block in self.blocks:
+            x = block(x)
+        out = self.head(nn.functional.leaky_relu(x, 0.1))  # [B, n_bins + 1 + Lh + Ln, T]
+        nb = self.bins.n_bins
+        harmonic = out[:, nb + 1 : nb + 1 + self.n_harmonic].transpose(1, 2)
+        noise = out[:, nb + 1 + self.n_harmonic :].transpose(1, 2)
+        return FrameParams(out[:, :nb], out[:, nb], harmonic, noise, first_frame)
+
+    def decode(self, params: FrameParams) -> tuple[torch.Tensor, torch.Tensor]:
+        """-> (f0 [B, T] Hz, voiced [B, T] in {0, 1}) at inference."""
+        f0 = self.bins.decode(params.f0_logits)
+        voiced = (torch.sigmoid(params.voicing_logits.float()) > self.voicing_threshold).float()
+        return f0, voiced
+
+    def _render(self, params: FrameParams, f0: torch.Tensor, voiced: torch.Tensor, s0: int, s1: int,
+                phase0: torch.Tensor, n_frames_total: int | None, phase_at: int | None = None):
+        inp = RenderInput(f0, voiced, params.harmonic_cepstrum, params.noise_cepstrum, params.first_frame)
+        window = torch.hann_window(self.synthesis.window, device=f0.device)
+        return render(inp, s0, s1, phase0, n_frames_total, self.synthesis, window, phase_at)
+
+    def _start_phase(self, batch: int, device: torch.device) -> torch.Tensor:
+        return torch.zeros(batch, dtype=torch.float64, device=device)
+
+    # --- training ---------------------------------------------------------------------------------
+    def train_forward(self, mel: torch.Tensor, f0: torch.Tensor, voiced: torch.Tensor) -> SourceFilterOutput:
+        """Teacher-forced: mel [B, M, T], f0 [B, T] Hz (> 0, interpolated through unvoiced frames),
+        voiced [B, T] 0/1 -> the wave of the T frames as if they were a whole utterance."""
+        params = self.frame_params(mel)
+        t = mel.shape[-1]
+        wave, _ = self._render(params, f0, voiced, 0, t * self.mel_config.hop_length,
+                               self._start_phase(mel.shape[0], mel.device), t)
+        return SourceFilterOutput(wave, params.f0_logits, params.voicing_logits)
+
+    # --- inference ----------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def forward(self, mel: torch.Tensor, mel_lengths: torch.Tensor | None = None) -> WaveOutput:
+        """As `Vocoder.forward`, but each item is rendered over its own length, so that an item's audio
+        does not depend on the batch it came in (the padding would otherwise reach the last frames)."""
+        if mel.dim() != 3 or mel.shape[1] != self.mel_config.n_mels:
+            raise ValueError(f"expected mel [B, {self.mel_config.n_mels}, T], got {tuple(mel.shape)}")
+        b, _, t = mel.shape
+        if mel_lengths is None:
+            mel_lengths = torch.full((b,), t, dtype=torch.long, device=mel.device)
+        hop = self.mel_config.hop_length
+        wave = mel.new_zeros(b, t * hop, dtype=torch.float32)
+        for i in range(b):
+            n = int(mel_lengths[i])
+            if n > 0:
+                wave[i, : n * hop] = self.synthesize(mel[i : i + 1, :, :n])[0]
+        return WaveOutput(wave=wave.clamp(-1, 1), lengths=mel_lengths * hop)
+
+    def synthesize(self, mel: torch.Tensor) -> torch.Tensor:
+        """One utterance (or a batch of equal length): mel [B, M, T] -> wave [B, T * hop]."""
+        params = self.frame_params(mel)
+        f0, voiced = self.decode(params)
+        t = mel.shape[-1]
+        wave, _ = self._render(params, f0, voiced, 0, t * self.mel_config.hop_length,
+                               self._start_phase(mel.shape[0], mel.device), t)
+        return wave.clamp(-1, 1)
+
+    def _generate(self, mel: torch.Tensor) -> torch.Tensor:
+        return self.synthesize(mel)
+
+    def stream(self) -> "SourceFilterStream":
+        return SourceFilterStream(self)
+
+
+class SourceFilterStream:
+    """Incremental synthesis: `push(mel_chunk)` -> new audio (possibly empty), `finish()` -> the rest.
+
+    Equals `SourceFilterVocoder.synthesize` on the concatenated mel.  Holds a bounded state: the last
+    `receptive_frames + 2 * context` mel frames and the oscillator phase; the network is re-run over
+    that window for each chunk (its outputs are exact away from the window's cut edges).
+    """
+
+    def __init__(self, vocoder: SourceFilterVocoder) -> None:
+        self.vocoder = vocoder
+        self.mel: torch.Tensor | None = None  # [B, M, n] frames [mel_start, received)
+        self.mel_start = 0
+        self.received = 0
+        self.done = 0  # frames whose audio has been returned
+        self.phase: torch.Tensor | None = None  # [B] float64 at sample done * hop - margin
+        self.finished = False
+
+    @torch.inference_mode()
+    def push(self, mel: torch.Tensor) -> torch.Tensor:
+        if self.finished:
+            raise RuntimeError("stream already finished")
+        v = self.vocoder
+        if mel.dim() != 3 or mel.shape[1] != v.mel_config.n_mels:
+            raise ValueError(f"expected mel [B, {v.mel_config.n_mels}, n], got {tuple(mel.shape)}")
+        self.mel = mel.float() if self.mel is None else torch.cat([self.mel, mel.float()], dim=-1)
+        self.received += mel.shape[-1]
+        if self.phase is None:
+            self.phase = v._start_phase(mel.shape[0], mel.device)
+        return self._emit(final=False)
+
+    @torch.inference_mode()
+    def finish(self) -> torch.Tensor:
+        if self.finished:
+            raise RuntimeError("stream already finished")
+        self.finished = True
+        if self.mel is None:
+            return torch.zeros(1, 0)
+        return self._emit(final=True)
+
+    def _emit(self, final: bool) -> torch.Tensor:
+        v, hop = self.vocoder, self.vocoder.mel_config.hop_length
+        r, ctx = v.receptive_frames, v.synthesis.context_frames
+        assert self.mel is not None and self.phase is not None
+        b = self.mel.shape[0]
+        # Network outputs are exact for frames >= mel_start + r (or from 0) and < received - r (or all).
+        valid_end = self.received if final else self.received - r
+        target = self.received if final else valid_end - ctx  # frames whose audio is determined
+        if target <= self.done:
+            return self.mel.new_zeros(b, 0)
+        need_from = max(0, self.done - ctx)
+        params = v.frame_params(self.mel, first_frame=self.mel_start)
+        params = params.crop(need_from, valid_end)
+        f0, voiced = v.decode(params)
+        s0, s1 = self.done * hop, target * hop
+        next_e0 = s1 - v.synthesis.margin
+        wave, phase = v._render(params, f0, voiced, s0, s1, self.phase, self.received if final else None,
+                                phase_at=None if final else next_e0)
+        self.done = target
+        if phase is not None:
+            self.phase = phase
+        # Keep only the mel the next call needs: from (done - ctx) - r on.
+        keep_from = max(self.mel_start, self.done - ctx - r)
+        self.mel = self.mel[..., keep_from - self.mel_start :]
+        self.mel_start = keep_from
+        return wave.clamp(-1, 1)
