@@ -1,4 +1,7 @@
-"""Train a HiFi-GAN vocoder: `python -m recipes.train_vocoder vocoder=hifigan_v3 data=slt`.
+"""Train a vocoder: `python -m recipes.train_vocoder vocoder=source_filter|hifigan_v3|hifigan_v1 data=slt`.
+
+HiFi-GAN trains as a GAN (tts/training/vocoder_module.py); the source-filter vocoder with STFT, mel, F0
+and voicing losses and no discriminator (tts/training/source_filter_module.py, settings `source_filter:`).
 
 Resume a killed run with `ckpt_path=last` (same exp_dir).  Tiny CPU smoke run: `vocoder_debug=tiny`.
 Fine-tune on an acoustic model's teacher-forced mels (format: tts/vocoder/data.py) in a new run:
@@ -26,15 +29,17 @@ from tts import checkpoint
 from tts.audio import MelConfig
 from tts.training.callbacks import step_checkpoint
 from tts.training.module import AtomicCheckpointIO
+from tts.training.source_filter_module import SourceFilterModule
 from tts.training.vocoder_module import VocoderGanModule
 from tts.vocoder.data import VocoderDataModule
 from tts.vocoder.hifigan import HifiGanVocoder
+from tts.vocoder.source_filter import SourceFilterVocoder
 from tts.vocoder.registry import build_vocoder, mel_config_node, vocoder_meta
 
 log = logging.getLogger(__name__)
 
 
-def init_weights(module: VocoderGanModule, path: str, mel_config: MelConfig) -> None:
+def init_weights(module: pl.LightningModule, path: str, mel_config: MelConfig) -> None:
     """Start from the generator (and discriminator, if stored) of another vocoder checkpoint."""
     raw = checkpoint.read_raw(path)
     meta = checkpoint.CheckpointMeta.from_dict(raw["tts"])
@@ -43,26 +48,46 @@ def init_weights(module: VocoderGanModule, path: str, mel_config: MelConfig) -> 
     mel_config.check_compatible(meta.mel_config, "this run", f"init_from {path}")
     module.model.load_state_dict(checkpoint.model_state_dict(raw))
     disc = {k[len("discriminator.") :]: v for k, v in raw["state_dict"].items() if k.startswith("discriminator.")}
-    if disc:
+    if disc and hasattr(module, "discriminator"):
         module.discriminator.load_state_dict(disc)
     log.info("initialised from %s (discriminator: %s)", path, "yes" if disc else "no, fresh")
 
 
-def build(cfg: DictConfig) -> tuple[VocoderGanModule, VocoderDataModule, pl.Trainer]:
+def build_source_filter_module(cfg: DictConfig, model: SourceFilterVocoder, meta) -> SourceFilterModule:
+    sf = cfg.source_filter
+    loss = OmegaConf.to_container(sf.loss, resolve=True)
+    loss["stft_fft_sizes"] = tuple(loss["stft_fft_sizes"])
+    return SourceFilterModule(
+        model=model,
+        meta=meta,
+        optimizer=instantiate(sf.optimizer),
+        scheduler=instantiate(sf.scheduler) if sf.get("scheduler") else None,
+        log_audio_items=cfg.log_audio_items,
+        **loss,
+    )
+
+
+def build(cfg: DictConfig) -> tuple[pl.LightningModule, VocoderDataModule, pl.Trainer]:
     """Everything the run needs, from the composed config (also used by the tests)."""
     mel_config: MelConfig = instantiate(cfg.audio)
     node = OmegaConf.to_container(cfg.vocoder, resolve=True)
     model = build_vocoder(node, mel_config)
-    if not isinstance(model, HifiGanVocoder):
-        raise ValueError(f"vocoder {node['_target_']} has no trainable generator; pick vocoder=hifigan_v1|hifigan_v3")
+    if not isinstance(model, (HifiGanVocoder, SourceFilterVocoder)):
+        raise ValueError(
+            f"vocoder {node['_target_']} has no trainable generator; pick vocoder=source_filter|hifigan_v1|hifigan_v3"
+        )
+    source_filter = isinstance(model, SourceFilterVocoder)
     # The mel config goes in as a Hydra node: instantiate() would turn a MelConfig object into a DictConfig.
-    datamodule = instantiate(cfg.vocoder_data, mel_config=mel_config_node(mel_config))
+    # The source-filter vocoder learns F0 and voicing from the corpus's frame pitch.
+    datamodule = instantiate(cfg.vocoder_data, mel_config=mel_config_node(mel_config), with_pitch=source_filter)
     meta = vocoder_meta(
         node,
         mel_config,
         info={"recipe": "recipes.train_vocoder", "experiment": cfg.name, "data": str(cfg.vocoder_data.root),
               "mel_dir": cfg.vocoder_data.mel_dir},
     )
+    if source_filter:
+        return _finish_build(cfg, build_source_filter_module(cfg, model, meta), datamodule, mel_config, gan=False)
     module = VocoderGanModule(
         model=model,
         meta=meta,
@@ -77,6 +102,11 @@ def build(cfg: DictConfig) -> tuple[VocoderGanModule, VocoderDataModule, pl.Trai
         discriminator_start_batch=cfg.discriminator_start_batch,
         stft_loss_weight=cfg.loss.stft_loss_weight,
     )
+    return _finish_build(cfg, module, datamodule, mel_config, gan=True)
+
+
+def _finish_build(cfg: DictConfig, module: pl.LightningModule, datamodule: VocoderDataModule,
+                  mel_config: MelConfig, gan: bool) -> tuple[pl.LightningModule, VocoderDataModule, pl.Trainer]:
     if cfg.get("init_from"):
         init_weights(module, cfg.init_from, mel_config)
     exp_dir = Path(cfg.exp_dir)
@@ -90,7 +120,7 @@ def build(cfg: DictConfig) -> tuple[VocoderGanModule, VocoderDataModule, pl.Trai
     ]
     logger = TensorBoardLogger(save_dir=str(exp_dir), name="tb", version="")
     strategy = {}
-    if cfg.trainer.get("strategy") == "ddp":
+    if gan and cfg.trainer.get("strategy") == "ddp":
         # Each backward (D step, then G step) reaches only part of the parameters: plain DDP would
         # fail waiting for the gradients of the other network.
         strategy = {"strategy": "ddp_find_unused_parameters_true"}
@@ -105,7 +135,8 @@ def train(cfg: DictConfig) -> pl.Trainer:
     log.info("config:\n%s", OmegaConf.to_yaml(cfg))
     module, datamodule, trainer = build(cfg)
     n_g = sum(p.numel() for p in module.model.parameters())
-    n_d = sum(p.numel() for p in module.discriminator.parameters())
+    disc = getattr(module, "discriminator", None)
+    n_d = sum(p.numel() for p in disc.parameters()) if disc is not None else 0
     log.info("generator %.2f M parameters, discriminator %.2f M", n_g / 1e6, n_d / 1e6)
     trainer.fit(module, datamodule=datamodule, ckpt_path=cfg.ckpt_path)
     return trainer

@@ -64,8 +64,10 @@ class MultiResolutionSTFTLoss(nn.Module):
         fft_sizes: tuple[int, ...] = (1024, 2048, 512),
         hop_sizes: tuple[int, ...] = (120, 240, 50),
         win_lengths: tuple[int, ...] = (600, 1200, 240),
+        log_floor: float = 1e-7,
     ) -> None:
         super().__init__()
+        self.log_floor = log_floor  # magnitudes are clamped here before the log (silence)
         if not len(fft_sizes) == len(hop_sizes) == len(win_lengths):
             raise ValueError("fft_sizes, hop_sizes and win_lengths must have the same length")
         self.resolutions = list(zip(fft_sizes, hop_sizes, win_lengths))
@@ -75,7 +77,7 @@ class MultiResolutionSTFTLoss(nn.Module):
     def _magnitude(self, x: torch.Tensor, i: int) -> torch.Tensor:
         n_fft, hop, win = self.resolutions[i]
         spec = torch.stft(x, n_fft, hop, win, window=getattr(self, f"window_{i}"), return_complex=True)
-        return spec.abs().clamp(min=1e-7)  # [B, n_fft/2+1, frames]; clamp: log of silence
+        return spec.abs().clamp(min=self.log_floor)  # [B, n_fft/2+1, frames]; clamp: log of silence
 
     def forward(self, y_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type=y.device.type, enabled=False):

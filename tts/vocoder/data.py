@@ -6,6 +6,11 @@ zero-padded to T * hop samples, the mel is computed on the *whole* utterance (ex
 sees at inference, including the reflect padding at the utterance edges), and a segment of S frames
 starting at frame f is paired with samples [f*hop, (f+S)*hop).
 
+Frame F0 (`with_pitch`, for the source-filter vocoder's F0/voicing supervision and its teacher-forced
+oscillator): float [S] Hz, 0 = unvoiced, frame t at sample t * hop -- from the corpus's feature cache
+(`data_prep.features`, DIR/features/ID.pt) when it is current for this mel config, else computed the
+same way (pyworld dio + stonemask) on the fly.
+
 Teacher-forced fine-tuning (`mel_dir`): instead of ground-truth mels, read `mel_dir/ID.pt` (a tensor,
 or a dict with key "mel") or `mel_dir/ID.npy`, float [n_mels, T] raw natural-log mel of the SAME mel
 config, with T == 1 + N // hop for the utterance's wav of N samples (teacher forcing gives exactly the
@@ -61,6 +66,7 @@ class VocoderItem:
     id: str
     mel: torch.Tensor  # [M, S] raw log-mel
     wave: torch.Tensor  # [S * hop] float -1..1
+    pitch: torch.Tensor | None = None  # [S] Hz, 0 = unvoiced (with_pitch only)
 
 
 @dataclass
@@ -69,12 +75,14 @@ class VocoderBatch:
     mels: torch.Tensor  # [B, M, S]
     waves: torch.Tensor  # [B, S * hop]
     mel_lengths: torch.Tensor  # [B] frames (all S for training segments)
+    pitch: torch.Tensor | None = None  # [B, S] Hz, 0 = unvoiced or padding (with_pitch only)
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def to(self, device: torch.device | str) -> "VocoderBatch":
-        return VocoderBatch(self.ids, self.mels.to(device), self.waves.to(device), self.mel_lengths.to(device))
+        pitch = None if self.pitch is None else self.pitch.to(device)
+        return VocoderBatch(self.ids, self.mels.to(device), self.waves.to(device), self.mel_lengths.to(device), pitch)
 
 
 def collate(items: list[VocoderItem], mel_pad_value: float, hop_length: int) -> VocoderBatch:
@@ -87,7 +95,12 @@ def collate(items: list[VocoderItem], mel_pad_value: float, hop_length: int) -> 
         mels[b, :, : item.mel.shape[-1]] = item.mel
         waves[b, : item.wave.shape[-1]] = item.wave
     lengths = torch.tensor([i.mel.shape[-1] for i in items], dtype=torch.long)
-    return VocoderBatch([i.id for i in items], mels, waves, lengths)
+    pitch = None
+    if items[0].pitch is not None:
+        pitch = torch.zeros(len(items), t)
+        for b, item in enumerate(items):
+            pitch[b, : item.pitch.shape[-1]] = item.pitch
+    return VocoderBatch([i.id for i in items], mels, waves, lengths, pitch)
 
 
 class VocoderDataset(Dataset[VocoderItem]):
@@ -101,8 +114,10 @@ class VocoderDataset(Dataset[VocoderItem]):
         segment_frames: int | None,
         mel_dir: str | Path | None = None,
         max_utterances: int | None = None,
+        with_pitch: bool = False,
     ) -> None:
         self.root = Path(root)
+        self.with_pitch = with_pitch
         self.mel_config = mel_config
         self.segment_frames = segment_frames
         self.mel_dir = Path(mel_dir) if mel_dir is not None else None
@@ -113,6 +128,20 @@ class VocoderDataset(Dataset[VocoderItem]):
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def _pitch(self, utt_id: str, wave: torch.Tensor, n_frames: int) -> torch.Tensor:
+        """Frame F0 [T] Hz of the utterance (cached features if current, else computed)."""
+        from data_prep.features import compute_pitch, is_current
+
+        path = self.root / "features" / f"{utt_id}.pt"
+        if path.is_file():
+            try:
+                d = torch.load(path, map_location="cpu", weights_only=True)
+            except Exception:  # corrupt cache: recompute rather than fail a training run
+                d = {}
+            if is_current(d, self.mel_config, int(wave.shape[0])):
+                return d["pitch"].float()
+        return torch.from_numpy(compute_pitch(wave.numpy(), self.mel_config, n_frames))
 
     def _utterance(self, utt_id: str) -> tuple[torch.Tensor, torch.Tensor]:
         """Whole utterance: mel [M, T] and wave [T * hop], T = 1 + N // hop."""
@@ -129,24 +158,27 @@ class VocoderDataset(Dataset[VocoderItem]):
         else:
             with torch.no_grad():
                 mel = self.mel(wave[None])[0]  # [M, T]
+        pitch = self._pitch(utt_id, wave, t) if self.with_pitch else None
         wave = torch.nn.functional.pad(wave, (0, c.n_samples(t) - wave.shape[0]))  # [T * hop]
-        return mel, wave
+        return mel, wave, pitch
 
     def __getitem__(self, index: int) -> VocoderItem:
         utt_id = self.ids[index]
-        mel, wave = self._utterance(utt_id)
+        mel, wave, pitch = self._utterance(utt_id)
         s = self.segment_frames
         if s is None:
-            return VocoderItem(utt_id, mel, wave)
+            return VocoderItem(utt_id, mel, wave, pitch)
         hop = self.mel_config.hop_length
         t = mel.shape[1]
         if t < s:  # short utterance: pad with silence (log floor / zero samples) to a full segment
             mel = torch.nn.functional.pad(mel, (0, s - t), value=self.mel_config.log_floor)
             wave = torch.nn.functional.pad(wave, (0, (s - t) * hop))
+            pitch = None if pitch is None else torch.nn.functional.pad(pitch, (0, s - t))
             start = 0
         else:
             start = random.randint(0, t - s)  # seeded per worker by Lightning's seed_everything(workers=True)
-        return VocoderItem(utt_id, mel[:, start : start + s], wave[start * hop : (start + s) * hop])
+        seg_pitch = None if pitch is None else pitch[start : start + s]
+        return VocoderItem(utt_id, mel[:, start : start + s], wave[start * hop : (start + s) * hop], seg_pitch)
 
 
 class VocoderDataModule(pl.LightningDataModule):
@@ -163,6 +195,8 @@ class VocoderDataModule(pl.LightningDataModule):
         train_split: str = "train",
         val_split: str = "val",
         max_val_utterances: int | None = None,
+        with_pitch: bool = False,
+        max_train_utterances: int | None = None,
     ) -> None:
         super().__init__()
         if segment_frames < 1 or batch_size < 1:
@@ -172,14 +206,16 @@ class VocoderDataModule(pl.LightningDataModule):
         self.mel_dir = mel_dir
         self.train_split, self.val_split = train_split, val_split
         self.max_val_utterances = max_val_utterances
+        self.with_pitch, self.max_train_utterances = with_pitch, max_train_utterances
         self.train_set: VocoderDataset | None = None
         self.val_set: VocoderDataset | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_set is None:
-            self.train_set = VocoderDataset(self.root, self.train_split, self.mel_config, self.segment_frames, self.mel_dir)
+            self.train_set = VocoderDataset(self.root, self.train_split, self.mel_config, self.segment_frames,
+                                            self.mel_dir, self.max_train_utterances, self.with_pitch)
             self.val_set = VocoderDataset(
-                self.root, self.val_split, self.mel_config, None, self.mel_dir, self.max_val_utterances
+                self.root, self.val_split, self.mel_config, None, self.mel_dir, self.max_val_utterances, self.with_pitch
             )
 
     def _collate(self, items: list[VocoderItem]) -> VocoderBatch:

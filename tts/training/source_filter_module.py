@@ -1,0 +1,145 @@
+"""Lightning training of the source-filter vocoder (tts/vocoder/source_filter.py), no GAN.
+
+Per batch of random segments: the network reads the mel; the oscillator runs on the corpus's own F0
+(teacher forcing: interpolated through unvoiced frames, gated by the corpus's voicing), so the filters
+learn against the true excitation; the F0 classifier and the voicing logit learn from the same F0.
+Loss = stft_weight * multi-resolution STFT (spectral convergence + log magnitude, including short FFTs
+for transients) + mel_weight * mel L1 (our mel definition) + f0_weight * cross-entropy over log-F0 bins
+(Gaussian-blurred targets, voiced frames) + voicing_weight * BCE.
+
+Validation runs the real inference path (predicted F0 and voicing) on whole utterances and logs mel L1,
+log-F0 RMSE in cents on frames both call voiced, and the voiced/unvoiced error rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from torch import nn
+
+from tts.audio import MelSpectrogram
+from tts.checkpoint import CheckpointMeta
+from tts.training.module import colour_image
+from tts.training.vocoder_module import MultiResolutionSTFTLoss
+from tts.vocoder.data import VocoderBatch
+from tts.vocoder.dsp import fill_unvoiced
+from tts.vocoder.source_filter import SourceFilterVocoder
+
+
+def teacher_f0(pitch: torch.Tensor, default_hz: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """pitch [B, T] Hz (0 = unvoiced) -> (f0 [B, T] > 0 interpolated through unvoiced, voiced [B, T] 0/1)."""
+    voiced = (pitch > 0).float()
+    f0 = torch.stack([fill_unvoiced(p, default_hz) for p in pitch.cpu()]).to(pitch.device)
+    return f0, voiced
+
+
+def f0_metrics(f0_hat: torch.Tensor, voiced_hat: torch.Tensor, pitch: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Frame F0 [T] predictions against reference pitch [T] (0 = unvoiced): RMSE in cents on frames both
+    call voiced (nan if none), and the share of frames whose voicing decision differs."""
+    ref_v = pitch > 0
+    hat_v = voiced_hat > 0.5
+    both = ref_v & hat_v
+    cents = 1200 * torch.log2(f0_hat[both] / pitch[both])
+    rmse = cents.pow(2).mean().sqrt() if both.any() else torch.tensor(float("nan"))
+    return {"f0_rmse_cents": rmse, "vuv_error": (ref_v != hat_v).float().mean()}
+
+
+class SourceFilterModule(pl.LightningModule):
+    """Trains `model` (saved under the `model.` prefix, so tts.checkpoint.load rebuilds the vocoder)."""
+
+    def __init__(
+        self,
+        model: SourceFilterVocoder,
+        meta: CheckpointMeta,
+        optimizer: Callable[..., torch.optim.Optimizer],
+        scheduler: Callable[..., Any] | None = None,
+        stft_weight: float = 1.0,
+        mel_weight: float = 1.0,
+        f0_weight: float = 1.0,
+        voicing_weight: float = 1.0,
+        f0_sigma_cents: float = 25.0,
+        stft_fft_sizes: tuple[int, ...] = (2048, 1024, 512, 256, 128),
+        stft_log_floor: float = 1e-5,
+        log_audio_items: int = 2,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.meta = meta
+        self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
+        self.stft_weight, self.mel_weight = stft_weight, mel_weight
+        self.f0_weight, self.voicing_weight = f0_weight, voicing_weight
+        self.f0_sigma_cents = f0_sigma_cents
+        sizes = tuple(int(n) for n in stft_fft_sizes)
+        # Hop n/4 and window n at each resolution (the short FFTs resolve onsets the long ones smear).
+        self.stft_loss = MultiResolutionSTFTLoss(sizes, tuple(n // 4 for n in sizes), sizes, log_floor=stft_log_floor)
+        self.mel = MelSpectrogram(meta.mel_config)
+        self.log_audio_items = log_audio_items
+        # The F0 the oscillator uses where a segment has no voiced frame at all (geometric bin centre).
+        bins = model.bins
+        self.default_f0 = float((bins.f0_min * bins.f0_max) ** 0.5)
+
+    def training_step(self, batch: VocoderBatch, batch_idx: int) -> torch.Tensor:
+        if batch.pitch is None:
+            raise ValueError("the source-filter vocoder trains on batches with pitch (VocoderDataModule with_pitch=true)")
+        f0, voiced = teacher_f0(batch.pitch, self.default_f0)
+        out = self.model.train_forward(batch.mels, f0, voiced)
+        y_hat, y = out.wave[:, None], batch.waves[:, None]  # [B, 1, S * hop]
+        stft = self.stft_loss(y_hat, y)
+        mel_l1 = nn.functional.l1_loss(self.mel(out.wave), self.mel(batch.waves))
+        # F0 classes on voiced frames inside the classifier's range; voicing on every frame.
+        bins = self.model.bins
+        in_range = (batch.pitch >= bins.f0_min) & (batch.pitch <= bins.f0_max)
+        targets = bins.soft_targets(f0, self.f0_sigma_cents)  # [B, n_bins, S]
+        log_probs = torch.log_softmax(out.f0_logits.float(), dim=1)
+        ce = -(targets * log_probs).sum(1)  # [B, S]
+        f0_loss = (ce * in_range).sum() / in_range.sum().clamp_min(1)
+        voicing_loss = nn.functional.binary_cross_entropy_with_logits(out.voicing_logits.float(), voiced)
+        loss = (self.stft_weight * stft + self.mel_weight * mel_l1 + self.f0_weight * f0_loss
+                + self.voicing_weight * voicing_loss)
+        b = len(batch)
+        self.log("train/loss", loss, prog_bar=True, batch_size=b)
+        self.log("train/stft", stft, batch_size=b)
+        self.log("train/mel_l1", mel_l1, prog_bar=True, batch_size=b)
+        self.log("train/f0_ce", f0_loss, batch_size=b)
+        self.log("train/voicing_bce", voicing_loss, batch_size=b)
+        return loss
+
+    # --- validation: whole utterances through the inference path -------------------------------------
+    def validation_step(self, batch: VocoderBatch, batch_idx: int) -> None:
+        out = self.model(batch.mels, batch.mel_lengths)  # WaveOutput [B, T * hop]
+        mel_hat, mel_ref = self.mel(out.wave), self.mel(batch.waves)
+        b = len(batch)
+        self.log("val/mel_l1", (mel_hat - mel_ref).abs().mean(), prog_bar=True, batch_size=b, sync_dist=True)
+        if batch.pitch is not None:
+            with torch.no_grad():
+                params = self.model.frame_params(batch.mels)
+                f0_hat, voiced_hat = self.model.decode(params)
+            m = f0_metrics(f0_hat[0], voiced_hat[0], batch.pitch[0])
+            if not torch.isnan(m["f0_rmse_cents"]):
+                self.log("val/f0_rmse_cents", m["f0_rmse_cents"], batch_size=b, sync_dist=True)
+            self.log("val/vuv_error", m["vuv_error"], batch_size=b, sync_dist=True)
+        if batch_idx < self.log_audio_items and self.global_rank == 0:
+            self._log_media(batch, out.wave, mel_hat, mel_ref)
+
+    def _log_media(self, batch: VocoderBatch, wave: torch.Tensor, mel_hat: torch.Tensor, mel_ref: torch.Tensor) -> None:
+        tb = getattr(self.logger, "experiment", None)
+        if tb is None or not hasattr(tb, "add_audio"):
+            return
+        step, sr, name = self.global_step, self.meta.mel_config.sample_rate, batch.ids[0]
+        n = int(batch.mel_lengths[0]) * self.meta.mel_config.hop_length
+        tb.add_audio(f"val/{name}/generated", wave[0, :n].float().cpu()[None], step, sample_rate=sr)
+        tb.add_image(f"val/{name}/mel_generated", colour_image(mel_hat[0]), step)
+        tb.add_image(f"val/{name}/mel_ground_truth", colour_image(mel_ref[0]), step)
+
+    def configure_optimizers(self):
+        opt = self.optimizer_factory(params=self.model.parameters())
+        if self.scheduler_factory is None:
+            return opt
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer=opt), "interval": "step"}}
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        info = {**self.meta.info, "global_step": int(self.global_step), "epoch": int(self.current_epoch)}
+        checkpoint["tts"] = {**self.meta.to_dict(), "info": info}
