@@ -75,7 +75,14 @@ class Features:
 
 # --- paths ---------------------------------------------------------------------------------------
 def wav_path(data_dir: str | Path, utt_id: str) -> Path:
-    return Path(data_dir) / "wavs" / f"{utt_id}.wav"
+    """wavs/ID.wav; wavs/ID.flac where only that exists (a compact copy of a corpus, e.g. the shard a
+    remote GPU run trains on: scripts/make_device_shard.py)."""
+    wav = Path(data_dir) / "wavs" / f"{utt_id}.wav"
+    if not wav.is_file():
+        flac = wav.with_suffix(".flac")
+        if flac.is_file():
+            return flac
+    return wav
 
 
 def segments_path(data_dir: str | Path, utt_id: str) -> Path:

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyworld
 import soundfile as sf
 import torch
 
@@ -48,6 +47,8 @@ def frame_period_ms(config: MelConfig) -> float:
 
 def compute_pitch(wave: np.ndarray, config: MelConfig, n_frames: int) -> np.ndarray:
     """wave float [N] -> f0 float32 [n_frames] in Hz (0 unvoiced), frame t at sample t * hop."""
+    import pyworld  # here, not at import: reading cached pitch must not need the compiled extension
+
     x = np.ascontiguousarray(wave, dtype=np.float64)
     f0, times = pyworld.dio(x, config.sample_rate, f0_floor=PITCH_CONFIG["f0_floor"],
                             f0_ceil=PITCH_CONFIG["f0_ceil"], frame_period=frame_period_ms(config))

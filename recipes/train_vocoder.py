@@ -30,9 +30,7 @@ from tts.audio import MelConfig
 from tts.training.callbacks import step_checkpoint
 from tts.training.module import AtomicCheckpointIO
 from tts.training.source_filter_module import SourceFilterModule
-from tts.training.vocoder_module import VocoderGanModule
 from tts.vocoder.data import VocoderDataModule
-from tts.vocoder.hifigan import HifiGanVocoder
 from tts.vocoder.source_filter import SourceFilterVocoder
 from tts.vocoder.registry import build_vocoder, mel_config_node, vocoder_meta
 
@@ -57,12 +55,16 @@ def build_source_filter_module(cfg: DictConfig, model: SourceFilterVocoder, meta
     sf = cfg.source_filter
     loss = OmegaConf.to_container(sf.loss, resolve=True)
     loss["stft_fft_sizes"] = tuple(loss["stft_fft_sizes"])
+    gan = sf.get("discriminator") is not None
     return SourceFilterModule(
         model=model,
         meta=meta,
         optimizer=instantiate(sf.optimizer),
         scheduler=instantiate(sf.scheduler) if sf.get("scheduler") else None,
         log_audio_items=cfg.log_audio_items,
+        grad_clip=sf.get("grad_clip"),
+        discriminator=instantiate(sf.discriminator) if gan else None,
+        discriminator_optimizer=instantiate(sf.discriminator_optimizer) if gan else None,
         **loss,
     )
 
@@ -72,6 +74,8 @@ def build(cfg: DictConfig) -> tuple[pl.LightningModule, VocoderDataModule, pl.Tr
     mel_config: MelConfig = instantiate(cfg.audio)
     node = OmegaConf.to_container(cfg.vocoder, resolve=True)
     model = build_vocoder(node, mel_config)
+    from tts.vocoder.hifigan import HifiGanVocoder  # SpeechBrain: imported only where HiFi-GAN is trained
+
     if not isinstance(model, (HifiGanVocoder, SourceFilterVocoder)):
         raise ValueError(
             f"vocoder {node['_target_']} has no trainable generator; pick vocoder=source_filter|hifigan_v1|hifigan_v3"
@@ -88,6 +92,8 @@ def build(cfg: DictConfig) -> tuple[pl.LightningModule, VocoderDataModule, pl.Tr
     )
     if source_filter:
         return _finish_build(cfg, build_source_filter_module(cfg, model, meta), datamodule, mel_config, gan=False)
+    from tts.training.vocoder_module import VocoderGanModule
+
     module = VocoderGanModule(
         model=model,
         meta=meta,

@@ -1,4 +1,4 @@
-"""Lightning training of the source-filter vocoder (tts/vocoder/source_filter.py), no GAN.
+"""Lightning training of the source-filter vocoder (tts/vocoder/source_filter.py).
 
 Per batch of random segments: the network reads the mel; the oscillator runs on the corpus's own F0
 (teacher forcing: interpolated through unvoiced frames, gated by the corpus's voicing), so the filters
@@ -6,6 +6,11 @@ learn against the true excitation; the F0 classifier and the voicing logit learn
 Loss = stft_weight * multi-resolution STFT (spectral convergence + log magnitude, including short FFTs
 for transients) + mel_weight * mel L1 (our mel definition) + f0_weight * cross-entropy over log-F0 bins
 (Gaussian-blurred targets, voiced frames) + voicing_weight * BCE.
+
+Optional adversarial stage (`discriminator` given; usually a fine-tuning run `init_from` a model
+trained without it): every batch then takes a discriminator step (LSGAN) and a generator step with
+adversarial_weight * LSGAN + feature_weight * feature matching added to the loss above.  Lightning's
+global_step counts optimizer steps: 1 per batch without a discriminator, 2 with one.
 
 Validation runs the real inference path (predicted F0 and voicing) on whole utterances and logs mel L1,
 log-F0 RMSE in cents on frames both call voiced, and the voiced/unvoiced error rate.
@@ -22,8 +27,14 @@ from torch import nn
 
 from tts.audio import MelSpectrogram
 from tts.checkpoint import CheckpointMeta
+from tts.training.discriminators import (
+    LightDiscriminator,
+    discriminator_loss,
+    feature_matching_loss,
+    generator_adversarial_loss,
+)
+from tts.training.losses import MultiResolutionSTFTLoss
 from tts.training.module import colour_image
-from tts.training.vocoder_module import MultiResolutionSTFTLoss
 from tts.vocoder.data import VocoderBatch
 from tts.vocoder.dsp import fill_unvoiced
 from tts.vocoder.source_filter import SourceFilterVocoder
@@ -64,9 +75,21 @@ class SourceFilterModule(pl.LightningModule):
         stft_fft_sizes: tuple[int, ...] = (2048, 1024, 512, 256, 128),
         stft_log_floor: float = 1e-5,
         log_audio_items: int = 2,
+        grad_clip: float | None = None,
+        discriminator: LightDiscriminator | None = None,
+        discriminator_optimizer: Callable[..., torch.optim.Optimizer] | None = None,
+        adversarial_weight: float = 1.0,
+        feature_weight: float = 2.0,
     ) -> None:
         super().__init__()
+        self.automatic_optimization = False  # one code path with and without the discriminator
+        if (discriminator is None) != (discriminator_optimizer is None):
+            raise ValueError("a discriminator needs a discriminator_optimizer, and vice versa")
         self.model = model
+        self.discriminator = discriminator
+        self.discriminator_optimizer_factory = discriminator_optimizer
+        self.adversarial_weight, self.feature_weight = adversarial_weight, feature_weight
+        self.grad_clip = grad_clip
         self.meta = meta
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.stft_weight, self.mel_weight = stft_weight, mel_weight
@@ -81,7 +104,58 @@ class SourceFilterModule(pl.LightningModule):
         bins = model.bins
         self.default_f0 = float((bins.f0_min * bins.f0_max) ** 0.5)
 
+    @property
+    def steps_per_batch(self) -> int:
+        return 1 if self.discriminator is None else 2
+
+    def _optimizers(self) -> tuple[Any, Any]:
+        opts = self.optimizers()
+        return (opts[0], opts[1]) if isinstance(opts, list) else (opts, None)
+
     def training_step(self, batch: VocoderBatch, batch_idx: int) -> torch.Tensor:
+        loss = self.reconstruction_loss(batch)
+        opt_g, opt_d = self._optimizers()
+        y, b = batch.waves, len(batch)
+        if self.discriminator is not None:
+            y_hat = self._last_wave
+            # Discriminator: real -> 1, generated (detached) -> 0.
+            self.toggle_optimizer(opt_d)
+            d_loss = discriminator_loss(self.discriminator(y), self.discriminator(y_hat.detach()))
+            opt_d.zero_grad(set_to_none=True)
+            self.manual_backward(d_loss)
+            self._clip(opt_d)
+            opt_d.step()
+            self.untoggle_optimizer(opt_d)
+            # Generator: fool the just-updated discriminator, match its features on real audio.
+            self.toggle_optimizer(opt_g)
+            fake = self.discriminator(y_hat)
+            with torch.no_grad():
+                real = self.discriminator(y)
+            adversarial = generator_adversarial_loss(fake)
+            features = feature_matching_loss(real, fake)
+            loss = loss + self.adversarial_weight * adversarial + self.feature_weight * features
+            self.log("train/d_loss", d_loss, prog_bar=True, batch_size=b)
+            self.log("train/adversarial", adversarial, batch_size=b)
+            self.log("train/feature_matching", features, batch_size=b)
+        opt_g.zero_grad(set_to_none=True)
+        self.manual_backward(loss)
+        self._clip(opt_g)
+        opt_g.step()
+        if self.discriminator is not None:
+            self.untoggle_optimizer(opt_g)
+        schedulers = self.lr_schedulers()
+        for scheduler in schedulers if isinstance(schedulers, list) else [schedulers] if schedulers else []:
+            scheduler.step()
+        self.log("train/loss", loss, prog_bar=True, batch_size=b)
+        self.log("train/lr", opt_g.param_groups[0]["lr"], batch_size=b)
+        return loss.detach()
+
+    def _clip(self, optimizer: torch.optim.Optimizer) -> None:
+        if self.grad_clip is not None:
+            self.clip_gradients(optimizer, gradient_clip_val=self.grad_clip, gradient_clip_algorithm="norm")
+
+    def reconstruction_loss(self, batch: VocoderBatch) -> torch.Tensor:
+        """STFT + mel + F0 + voicing loss of one batch (keeps the generated wave in `_last_wave`)."""
         if batch.pitch is None:
             raise ValueError("the source-filter vocoder trains on batches with pitch (VocoderDataModule with_pitch=true)")
         f0, voiced = teacher_f0(batch.pitch, self.default_f0)
@@ -99,8 +173,8 @@ class SourceFilterModule(pl.LightningModule):
         voicing_loss = nn.functional.binary_cross_entropy_with_logits(out.voicing_logits.float(), voiced)
         loss = (self.stft_weight * stft + self.mel_weight * mel_l1 + self.f0_weight * f0_loss
                 + self.voicing_weight * voicing_loss)
+        self._last_wave = out.wave
         b = len(batch)
-        self.log("train/loss", loss, prog_bar=True, batch_size=b)
         self.log("train/stft", stft, batch_size=b)
         self.log("train/mel_l1", mel_l1, prog_bar=True, batch_size=b)
         self.log("train/f0_ce", f0_loss, batch_size=b)
@@ -135,11 +209,15 @@ class SourceFilterModule(pl.LightningModule):
         tb.add_image(f"val/{name}/mel_ground_truth", colour_image(mel_ref[0]), step)
 
     def configure_optimizers(self):
-        opt = self.optimizer_factory(params=self.model.parameters())
+        opts = [self.optimizer_factory(params=self.model.parameters())]
+        if self.discriminator is not None:
+            opts.append(self.discriminator_optimizer_factory(params=self.discriminator.parameters()))
         if self.scheduler_factory is None:
-            return opt
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer=opt), "interval": "step"}}
+            return opts
+        return opts, [self.scheduler_factory(optimizer=o) for o in opts]
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        info = {**self.meta.info, "global_step": int(self.global_step), "epoch": int(self.current_epoch)}
+        info = {**self.meta.info, "global_step": int(self.global_step),
+                "iterations": int(self.global_step) // self.steps_per_batch, "epoch": int(self.current_epoch),
+                "adversarial": self.discriminator is not None}
         checkpoint["tts"] = {**self.meta.to_dict(), "info": info}

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from data_prep.corpus import wav_path
 from tts.audio import MelConfig, MelSpectrogram, load_wav
 
 
@@ -115,9 +116,13 @@ class VocoderDataset(Dataset[VocoderItem]):
         mel_dir: str | Path | None = None,
         max_utterances: int | None = None,
         with_pitch: bool = False,
+        cache_in_memory: bool = False,
     ) -> None:
         self.root = Path(root)
         self.with_pitch = with_pitch
+        # Small corpora: keep each decoded utterance (mel, wave, pitch) after its first load (per worker).
+        self.cache_in_memory = cache_in_memory
+        self._cache: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]] = {}
         self.mel_config = mel_config
         self.segment_frames = segment_frames
         self.mel_dir = Path(mel_dir) if mel_dir is not None else None
@@ -130,8 +135,9 @@ class VocoderDataset(Dataset[VocoderItem]):
         return len(self.ids)
 
     def _pitch(self, utt_id: str, wave: torch.Tensor, n_frames: int) -> torch.Tensor:
-        """Frame F0 [T] Hz of the utterance (cached features if current, else computed)."""
-        from data_prep.features import compute_pitch, is_current
+        """Frame F0 [T] Hz of the utterance: from the feature cache when its pitch was made the current
+        way for this audio and frame grid (the mel and energy entries are not needed), else computed."""
+        from data_prep.features import FEATURE_VERSION, PITCH_CONFIG, compute_pitch
 
         path = self.root / "features" / f"{utt_id}.pt"
         if path.is_file():
@@ -139,14 +145,18 @@ class VocoderDataset(Dataset[VocoderItem]):
                 d = torch.load(path, map_location="cpu", weights_only=True)
             except Exception:  # corrupt cache: recompute rather than fail a training run
                 d = {}
-            if is_current(d, self.mel_config, int(wave.shape[0])):
+            if (d.get("version") == FEATURE_VERSION and d.get("pitch_config") == PITCH_CONFIG
+                    and d.get("mel_config") == self.mel_config.to_dict() and d.get("n_samples") == wave.shape[0]
+                    and isinstance(d.get("pitch"), torch.Tensor) and d["pitch"].shape == (n_frames,)):
                 return d["pitch"].float()
         return torch.from_numpy(compute_pitch(wave.numpy(), self.mel_config, n_frames))
 
     def _utterance(self, utt_id: str) -> tuple[torch.Tensor, torch.Tensor]:
         """Whole utterance: mel [M, T] and wave [T * hop], T = 1 + N // hop."""
         c = self.mel_config
-        wave = load_wav(self.root / "wavs" / f"{utt_id}.wav", c.sample_rate)  # [N]
+        if self.cache_in_memory and utt_id in self._cache:
+            return self._cache[utt_id]
+        wave = load_wav(wav_path(self.root, utt_id), c.sample_rate)  # [N]
         t = c.n_frames(wave.shape[0])
         if self.mel_dir is not None:
             mel = load_mel_file(self.mel_dir, utt_id, c.n_mels)
@@ -160,6 +170,8 @@ class VocoderDataset(Dataset[VocoderItem]):
                 mel = self.mel(wave[None])[0]  # [M, T]
         pitch = self._pitch(utt_id, wave, t) if self.with_pitch else None
         wave = torch.nn.functional.pad(wave, (0, c.n_samples(t) - wave.shape[0]))  # [T * hop]
+        if self.cache_in_memory:
+            self._cache[utt_id] = (mel, wave, pitch)
         return mel, wave, pitch
 
     def __getitem__(self, index: int) -> VocoderItem:
@@ -197,6 +209,7 @@ class VocoderDataModule(pl.LightningDataModule):
         max_val_utterances: int | None = None,
         with_pitch: bool = False,
         max_train_utterances: int | None = None,
+        cache_in_memory: bool = False,
     ) -> None:
         super().__init__()
         if segment_frames < 1 or batch_size < 1:
@@ -207,13 +220,15 @@ class VocoderDataModule(pl.LightningDataModule):
         self.train_split, self.val_split = train_split, val_split
         self.max_val_utterances = max_val_utterances
         self.with_pitch, self.max_train_utterances = with_pitch, max_train_utterances
+        self.cache_in_memory = cache_in_memory
         self.train_set: VocoderDataset | None = None
         self.val_set: VocoderDataset | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_set is None:
             self.train_set = VocoderDataset(self.root, self.train_split, self.mel_config, self.segment_frames,
-                                            self.mel_dir, self.max_train_utterances, self.with_pitch)
+                                            self.mel_dir, self.max_train_utterances, self.with_pitch,
+                                            self.cache_in_memory)
             self.val_set = VocoderDataset(
                 self.root, self.val_split, self.mel_config, None, self.mel_dir, self.max_val_utterances, self.with_pitch
             )
