@@ -23,6 +23,8 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
     {kind: acoustic, checkpoint: C, vocoder: V,           text -> acoustic model C -> vocoder V
      refine_steps: K, nar_ks: [0, 1, 2, 4, 8],            nar_ks expands into NAME_k0, NAME_k1, ...
      temperature: T}                                      NAR refiner start-noise scale (0 = deterministic)
+    {kind: piper}                                         Piper's joe-medium voice (a peer; optional extra
+                                                          `tts[peers]`): another speaker, so no MCD / F0
 
 V is anything `tts.vocoder.registry.load_vocoder` accepts (default griffin-lim).  Each corpus utterance is
 synthesised as one token sequence (as in training), with batch size 1 so that timings are per utterance.
@@ -52,11 +54,12 @@ from tts.audio import MelConfig, MelSpectrogram, save_wav
 
 log = logging.getLogger(__name__)
 
-KINDS = ("ground_truth", "copy", "acoustic")
+KINDS = ("ground_truth", "copy", "acoustic", "piper")
 DEFAULT_VOCODER = "griffin-lim"
 _SPEC_KEYS = {
     "ground_truth": {"kind"},
     "copy": {"kind", "vocoder"},
+    "piper": {"kind"},
     "acoustic": {"kind", "checkpoint", "vocoder", "refine_steps", "nar_ks", "temperature"},
 }
 
@@ -112,7 +115,7 @@ def parse_systems(node: Any) -> list[System]:
         if unknown:
             raise EvaluationConfigError(
                 f"system {name!r} (kind {kind}): unknown keys {unknown}; allowed: {sorted(_SPEC_KEYS[kind])}")
-        if kind == "ground_truth":
+        if kind in ("ground_truth", "piper"):
             systems.append(System(name, kind))
             continue
         vocoder = str(spec.get("vocoder") or DEFAULT_VOCODER)
@@ -239,6 +242,8 @@ def synthesise_system(system: System, refs: list[Reference], data_root: Path, ou
         return len(todo)
     if system.kind == "copy":
         _copy_synthesis(system, todo, data_root, out, device, spec)
+    elif system.kind == "piper":
+        _piper_synthesis(todo, out, spec)
     else:
         _acoustic_synthesis(system, todo, out, device, seed, spec)
     return len(todo)
@@ -270,6 +275,19 @@ def _copy_synthesis(system: System, todo: list[Reference], data_root: Path, out:
             "hop_length": mc.hop_length, "vocoder_s": vocoder_s,
         })
     del vocoder
+
+
+def _piper_synthesis(todo: list[Reference], out: Path, spec: dict) -> None:
+    from tts.piper_peer import PiperPeer
+
+    peer = PiperPeer(threads=1)
+    for r in todo:
+        t0 = time.perf_counter()
+        audio = peer(r.text)
+        seconds = time.perf_counter() - t0
+        _write(out, r.id, torch.from_numpy(audio.wave), audio.sample_rate, {
+            "system": spec, "sample_rate": audio.sample_rate, "synthesis_s": seconds, "peer": peer.name,
+        })
 
 
 def _acoustic_synthesis(system: System, todo: list[Reference], out: Path, device: str, seed: int,
@@ -363,7 +381,9 @@ def score_utterance(system: System, r: Reference, out: Path, cfg: DictConfig, ju
     row: dict[str, Any] = {"id": r.id, "text": r.text, "seconds": wave.size / sr}
     errors: list[str] = []
 
-    if metrics.get("mcd", False) or metrics.get("f0", False):
+    # another speaker (a peer voice): spectral and pitch distances to our recordings mean nothing
+    same_speaker = system.kind != "piper"
+    if same_speaker and (metrics.get("mcd", False) or metrics.get("f0", False)):
         from tts.evaluation.pitch import evaluate_pair
 
         try:
@@ -394,6 +414,8 @@ def score_utterance(system: System, r: Reference, out: Path, cfg: DictConfig, ju
     if info.get("mel_s") is not None or info.get("vocoder_s") is not None:
         # synthesis seconds per second of audio; for a copy system that is the vocoder's own RTF
         row["rtf"] = (info.get("mel_s", 0.0) + info.get("vocoder_s", 0.0)) / max(row["seconds"], 1e-9)
+    elif info.get("synthesis_s") is not None:  # a peer: text to wave, one call
+        row["rtf"] = info["synthesis_s"] / max(row["seconds"], 1e-9)
     if "n_tokens" in info:
         row["n_tokens"] = info["n_tokens"]
     f = info.get("ar_failure")

@@ -31,6 +31,7 @@ for exp in ar_cpu_small nar_cpu_small; do
   /usr/bin/time -f "$exp wall %e s" $PY -m recipes.train experiment=$exp name=$exp exp_dir=/tmp/exp/$exp $common_tts $extra > "$OUT/$exp.log" 2>&1 || tail -30 "$OUT/$exp.log"
   tail -1 "$OUT/$exp.log"
 done
+[ "${SKIP_VOCODERS:-0}" = 1 ] && { $PY scripts/device_summary.py /tmp/exp "$OUT"; exit 0; }
 common_voc="data.root=gpu_shard/slt vocoder_data.cache_in_memory=true vocoder_data.num_workers=4 vocoder_data.max_val_utterances=4 trainer.accelerator=$ACCEL trainer.devices=1 trainer.enable_progress_bar=false trainer.log_every_n_steps=50 keep_checkpoints=1 threads=4"
 sf="vocoder=source_filter vocoder_data.segment_frames=48 vocoder_data.batch_size=64 trainer.val_check_interval=500 checkpoint_every_n_steps=500"
 $PY -m recipes.train_vocoder $sf name=sf_gpu exp_dir=/tmp/exp/sf_gpu +trainer.max_time=$(hms "$MINUTES") $common_voc > "$OUT/sf_gpu.log" 2>&1 &

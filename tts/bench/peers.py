@@ -1,4 +1,5 @@
-"""Peers timed in the same run: Festival SLT HTS and SpeechBrain's Tacotron2 / FastSpeech2."""
+"""Peers timed in the same run: Festival SLT HTS, Piper (joe-medium, ONNX, one thread) and SpeechBrain's
+Tacotron2 / FastSpeech2."""
 
 from __future__ import annotations
 
@@ -117,6 +118,29 @@ def festival_once(text: str, tmp: Path) -> tuple[float, float]:
     return dt, audio_s
 
 
+def time_piper(args, bench: Bench, texts, e2e, ref: str, log) -> dict[str, Any]:
+    """Piper's in-process text -> wave time per length (its optional extra missing: 'unavailable')."""
+    from tts.piper_peer import PeerMissingError, PiperPeer
+
+    try:
+        peer = PiperPeer(threads=1)
+    except PeerMissingError as e:
+        return {"status": "unavailable", "reason": str(e)}
+    per = {}
+    try:
+        for n in args.lengths:
+            text = texts[n][0]
+            audio, times = bench.timeit(lambda: peer(text))  # noqa: B023 - called at once
+            t, audio_s = median(times), audio.wave.size / audio.sample_rate
+            per[str(n)] = {"median_s": t, "audio_s": audio_s, "rtf": t / max(audio_s, 1e-9), "text": text,
+                           "ours_e2e_rtf_" + ref: e2e[ref][str(n)]["rtf"]}
+            log(f"  peer piper len {n:4d}: {t*1000:.0f} ms for {audio_s:.2f} s audio, RTF {t/audio_s:.3f}")
+    except Exception as e:  # noqa: BLE001 - a peer failing must not fail the run
+        return {"status": "failed", "reason": f"{type(e).__name__}: {e}", "per_length": per}
+    return {"status": "ok", "what": "PiperVoice.synthesize in-process, 1 onnxruntime thread, on the full "
+            "sentences our inputs were cut from", "per_length": per}
+
+
 def run_peers(args, bench: Bench, loaded, texts, mel_latency, e2e, tmp: Path, log) -> dict[str, Any]:
     peers: dict[str, Any] = {}
     ref = "nar_k" + str(args.ks[0]) if args.ks else "ar"
@@ -141,6 +165,9 @@ def run_peers(args, bench: Bench, loaded, texts, mel_latency, e2e, tmp: Path, lo
                                      "on the full sentences our inputs were cut from", "per_length": per}
         except Exception as e:  # noqa: BLE001 - a peer failing must not fail the run
             peers["festival_slt"] = {"status": "failed", "reason": f"{type(e).__name__}: {e}", "per_length": per}
+
+    # Piper joe-medium, in-process, one onnxruntime thread: text -> wave on the full sentences
+    peers["piper_joe_medium"] = time_piper(args, bench, texts, e2e, ref, log)
 
     # SpeechBrain modules at matched (or tiny) size, random weights, their own inference calls
     n_symbols = loaded["nar"].meta.build_kwargs["n_symbols"]
