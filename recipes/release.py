@@ -1,7 +1,8 @@
 """Export trained checkpoints as the shipped release (conf/release.yaml).
 
     python -m recipes.release
-    python -m recipes.release vocoder_source=exp/vocoder_hifigan_v3/checkpoints/last.ckpt default.vocoder=hifigan
+    python -m recipes.release vocoders.source-filter=exp/vocoder_source_filter/checkpoints/last.ckpt \
+        default.vocoder=source-filter
 
 Each training checkpoint (Lightning: weights + optimizer state, ~90 MB for the AR model) becomes a
 weights-only fp16 file that still describes itself (model config, mel config, symbol table), with
@@ -28,7 +29,7 @@ from omegaconf import DictConfig
 
 from data_prep.atomic import write_json_atomic
 from tts import checkpoint
-from tts.vocoder.registry import GRIFFIN_LIM, SHIPPED_HIFIGAN, SHIPPED_HIFIGAN_NAME, load_vocoder
+from tts.vocoder.registry import GRIFFIN_LIM, SHIPPED, load_vocoder
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +89,26 @@ def export_one(src: Path, dst: Path, half: bool, overrides: dict[str, Any] | Non
     return {"file": str(dst), "mb": dst.stat().st_size / 2**20, **info}
 
 
-def release(acoustic: dict[str, str | None], vocoder: str, default: dict[str, str], out_dir: Path,
+def _vocoder_rel(name: str) -> str:
+    return f"vocoder/{SHIPPED[name][0].name}"
+
+
+def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
             half: bool = True, max_total_mb: float = 60.0,
             overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """`vocoders`: shipped name (tts.vocoder.registry.SHIPPED) -> training checkpoint to export, or None
+    to leave that shipped file as it is (a default vocoder must then already be shipped in out_dir)."""
     if not acoustic.get(default["acoustic"]):
         raise ReleaseError(f"default acoustic model {default['acoustic']!r} is not in the release {sorted(acoustic)}")
-    if default["vocoder"] not in (GRIFFIN_LIM, SHIPPED_HIFIGAN_NAME):
-        raise ReleaseError(f"default vocoder must be {GRIFFIN_LIM!r} or {SHIPPED_HIFIGAN_NAME!r}, got {default['vocoder']!r}")
-    if default["vocoder"] == SHIPPED_HIFIGAN_NAME and vocoder == GRIFFIN_LIM:
-        raise ReleaseError(f"default vocoder {SHIPPED_HIFIGAN_NAME!r} needs a vocoder checkpoint to ship (vocoder=PATH)")
+    unknown = sorted(set(vocoders) - set(SHIPPED))
+    if unknown:
+        raise ReleaseError(f"unknown shipped vocoder(s) {unknown}; expected names from {sorted(SHIPPED)}")
+    if default["vocoder"] not in (GRIFFIN_LIM, *SHIPPED):
+        raise ReleaseError(f"default vocoder must be {GRIFFIN_LIM!r} or one of {sorted(SHIPPED)}, got {default['vocoder']!r}")
+    if (default["vocoder"] in SHIPPED and not vocoders.get(default["vocoder"])
+            and not (out_dir / _vocoder_rel(default["vocoder"])).is_file()):
+        raise ReleaseError(f"default vocoder {default['vocoder']!r} needs a vocoder checkpoint to ship "
+                           f"(vocoders.{default['vocoder']}=PATH)")
     out_dir.mkdir(parents=True, exist_ok=True)
     # Build the whole release in a staging folder; only a release that passed every check replaces files.
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".release-") as tmp:
@@ -105,22 +117,33 @@ def release(acoustic: dict[str, str | None], vocoder: str, default: dict[str, st
         for name, src in acoustic.items():
             if src:
                 files[f"{name}.pt"] = export_one(Path(src), stage / f"{name}.pt", half, (overrides or {}).get(name))
-        vocoder_rel = f"vocoder/{SHIPPED_HIFIGAN.name}"
-        if vocoder != GRIFFIN_LIM:
-            files[vocoder_rel] = export_one(Path(vocoder), stage / vocoder_rel, half)
-        total = sum(f["mb"] for f in files.values())
+        vocoder_rels = {_vocoder_rel(name) for name in SHIPPED}
+        for name, src in vocoders.items():
+            if src:
+                files[_vocoder_rel(name)] = export_one(Path(src), stage / _vocoder_rel(name), half)
+        # Files already shipped and not replaced stay, and count towards the budget.
+        # (with the provenance the earlier release recorded for them)
+        prior_path = out_dir / "release.json"
+        prior = json.loads(prior_path.read_text()).get("files", {}) if prior_path.is_file() else {}
+        kept = {rel: {**prior.get(rel, {}), "file": str(out_dir / rel), "mb": (out_dir / rel).stat().st_size / 2**20}
+                for rel in sorted(vocoder_rels - set(files)) if (out_dir / rel).is_file()}
+        total = sum(f["mb"] for f in files.values()) + sum(f["mb"] for f in kept.values())
         if total > max_total_mb:
             raise ReleaseError(f"shipped checkpoints total {total:.1f} MB > budget {max_total_mb} MB")
         # Every shipped acoustic model must run with the default vocoder (the same mel definition).
-        voc = load_vocoder(stage / vocoder_rel if default["vocoder"] == SHIPPED_HIFIGAN_NAME else GRIFFIN_LIM)
+        if default["vocoder"] == GRIFFIN_LIM:
+            voc = load_vocoder(GRIFFIN_LIM)
+        else:
+            rel = _vocoder_rel(default["vocoder"])
+            voc = load_vocoder(stage / rel if rel in files else out_dir / rel)
         for rel in files:
-            if rel != vocoder_rel:
+            if rel not in vocoder_rels:
                 voc.check_mel_config(checkpoint.load(stage / rel).mel_config, f"shipped {rel}")
-        summary = {"files": files, "total_mb": total, "default": dict(default)}
+        summary = {"files": {**files, **kept}, "total_mb": total, "default": dict(default)}
         for rel in files:
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(stage / rel, out_dir / rel)
-            files[rel]["file"] = str(out_dir / rel)
+            summary["files"][rel]["file"] = str(out_dir / rel)
     write_json_atomic(out_dir / "release.json", summary)
     write_json_atomic(out_dir / "default.json", {"acoustic": default["acoustic"], "vocoder": default["vocoder"]})
     return summary
@@ -128,7 +151,7 @@ def release(acoustic: dict[str, str | None], vocoder: str, default: dict[str, st
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="release")
 def main(cfg: DictConfig) -> None:
-    summary = release(dict(cfg.acoustic), str(cfg.vocoder_source), dict(cfg.default), Path(cfg.out_dir),
+    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), Path(cfg.out_dir),
                       half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
                       overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v})
     print(json.dumps(summary, indent=2))

@@ -24,7 +24,7 @@ def sources(tmp_path: Path) -> dict[str, str]:
 
 def test_release_exports_fp16_that_loads_and_speaks(sources, tmp_path):
     out = tmp_path / "checkpoints"
-    summary = release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+    summary = release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
     assert json.loads((out / "default.json").read_text()) == {"acoustic": "nar", "vocoder": "griffin-lim"}
     assert json.loads((out / "release.json").read_text())["total_mb"] == pytest.approx(summary["total_mb"])
     for name in ("ar", "nar"):
@@ -42,21 +42,21 @@ def test_release_exports_fp16_that_loads_and_speaks(sources, tmp_path):
 
 def test_release_over_budget_replaces_nothing(sources, tmp_path):
     out = tmp_path / "checkpoints"
-    release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+    release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
     before = {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()}
     with pytest.raises(ReleaseError, match="budget"):
-        release(sources, "griffin-lim", {"acoustic": "ar", "vocoder": "griffin-lim"}, out, max_total_mb=0.001)
+        release(sources, {}, {"acoustic": "ar", "vocoder": "griffin-lim"}, out, max_total_mb=0.001)
     assert {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()} == before
 
 
 def test_release_errors_name_the_problem(sources, tmp_path):
     out = tmp_path / "checkpoints"
     with pytest.raises(ReleaseError, match="does not exist"):
-        release({**sources, "nar": str(tmp_path / "missing.ckpt")}, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+        release({**sources, "nar": str(tmp_path / "missing.ckpt")}, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
     with pytest.raises(ReleaseError, match="default acoustic"):
-        release({**sources, "nar": None}, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+        release({**sources, "nar": None}, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
     with pytest.raises(ReleaseError, match="needs a vocoder checkpoint"):
-        release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "hifigan"}, out)
+        release(sources, {}, {"acoustic": "nar", "vocoder": "hifigan"}, out)
     assert not (out / "default.json").exists()
 
 
@@ -64,7 +64,7 @@ def test_release_rejects_mel_mismatch(tmp_path):
     other = MelConfig.from_dict({**MelConfig.default().to_dict(), "f_max": 7600.0})
     src = {"nar": str(tiny_checkpoint(tmp_path / "nar.ckpt", "nonautoregressive", mel_config=other, **TINY["nonautoregressive"]))}
     with pytest.raises(Exception, match="mel"):
-        release(src, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, tmp_path / "checkpoints")
+        release(src, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, tmp_path / "checkpoints")
 
 
 def test_release_config_composes_and_runs(sources, tmp_path):
@@ -75,18 +75,18 @@ def test_release_config_composes_and_runs(sources, tmp_path):
     out = tmp_path / "rel"
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("release", overrides=[f"acoustic.ar={sources['ar']}", f"acoustic.nar={sources['nar']}", f"out_dir={out}"])
-    summary = release(dict(cfg.acoustic), str(cfg.vocoder_source), dict(cfg.default), Path(cfg.out_dir),
+    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), Path(cfg.out_dir),
                       half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb))
     assert set(summary["files"]) == {"ar.pt", "nar.pt"} and (out / "default.json").is_file()
 
 
 def test_release_overrides_inference_defaults_only(sources, tmp_path):
     out = tmp_path / "checkpoints"
-    release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"refine_steps": 2}})
+    release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"refine_steps": 2}})
     meta = checkpoint.load(out / "nar.pt").meta
     assert meta.model_config["refine_steps"] == 2 and meta.info["overrides"] == {"refine_steps": 2}
     with pytest.raises(ReleaseError, match="cannot override 'd_model'"):
-        release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"d_model": 64}})
+        release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"d_model": 64}})
 
 
 def test_release_sets_a_default_the_training_config_did_not_spell_out(sources, tmp_path):
@@ -95,12 +95,12 @@ def test_release_sets_a_default_the_training_config_did_not_spell_out(sources, t
     src.meta.model_config.pop("refine_temperature", None)
     checkpoint.save(tmp_path / "old.pt", src.model, src.meta)
     out = tmp_path / "checkpoints"
-    release({"ar": None, "nar": str(tmp_path / "old.pt")}, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"},
+    release({"ar": None, "nar": str(tmp_path / "old.pt")}, {}, {"acoustic": "nar", "vocoder": "griffin-lim"},
             out, overrides={"nar": {"refine_steps": 2, "refine_temperature": 0.5}})
     loaded = checkpoint.load(out / "nar.pt")
     assert loaded.model.refine_steps == 2 and loaded.model.refine_temperature == 0.5
     with pytest.raises(ReleaseError, match="cannot override 'no_such_thing'"):
-        release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, out,
+        release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out,
                 overrides={"nar": {"no_such_thing": 1}})
 
 
@@ -108,10 +108,10 @@ def test_rereleasing_a_shipped_file_keeps_its_provenance_and_weights(sources, tm
     # a later session ships a new AR while the NAR's training folder is gone: the NAR is released from
     # the shipped file itself, which must keep the weights bit for bit and the record of where they came from
     first = tmp_path / "first"
-    release(sources, "griffin-lim", {"acoustic": "nar", "vocoder": "griffin-lim"}, first)
+    release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, first)
     shipped = json.loads((first / "release.json").read_text())["files"]["nar.pt"]
     second = tmp_path / "second"
-    summary = release({"ar": sources["ar"], "nar": str(first / "nar.pt")}, "griffin-lim",
+    summary = release({"ar": sources["ar"], "nar": str(first / "nar.pt")}, {},
                       {"acoustic": "nar", "vocoder": "griffin-lim"}, second)
     again = summary["files"]["nar.pt"]
     assert {k: again[k] for k in ("source", "source_sha256", "global_step")} == \
@@ -122,8 +122,9 @@ def test_rereleasing_a_shipped_file_keeps_its_provenance_and_weights(sources, tm
 
 
 def test_release_cli_ships_a_vocoder_as_the_default(sources, tmp_path):
-    """The documented command line: `vocoder_source=PATH default.vocoder=hifigan` (a key that is not the
-    name of a config group, so Hydra takes it as a value)."""
+    """The documented command line: `vocoders.NAME=PATH default.vocoder=NAME` (a key that is not the
+    name of a config group, so Hydra takes it as a value); a later release of another vocoder keeps the
+    first one shipped, with its provenance."""
     import subprocess
     import sys
 
@@ -132,7 +133,7 @@ def test_release_cli_ships_a_vocoder_as_the_default(sources, tmp_path):
     voc = tiny_vocoder_checkpoint(tmp_path / "voc.ckpt")
     out = tmp_path / "rel"
     p = subprocess.run([sys.executable, "-m", "recipes.release", f"acoustic.ar={sources['ar']}",
-                        f"acoustic.nar={sources['nar']}", f"vocoder_source={voc}", "default.vocoder=hifigan",
+                        f"acoustic.nar={sources['nar']}", f"vocoders.hifigan={voc}", "default.vocoder=hifigan",
                         f"out_dir={out}"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads((out / "default.json").read_text()) == {"acoustic": "nar", "vocoder": "hifigan"}
@@ -143,3 +144,20 @@ def test_release_cli_ships_a_vocoder_as_the_default(sources, tmp_path):
     mel = torch.randn(1, 80, 10) - 5.0
     reference = load_vocoder(voc)(mel).wave
     assert torch.allclose(vocoder(mel).wave, reference, atol=1e-2)  # fp16 weights, same generator
+
+    from tts.audio import MelConfig
+    from tts.vocoder.registry import config_node, vocoder_meta
+    from tts.vocoder.source_filter import SourceFilterVocoder
+
+    sf = SourceFilterVocoder(MelConfig.default(), hidden_channels=16)
+    sf_ckpt = tmp_path / "sf.pt"
+    checkpoint.save(sf_ckpt, sf, vocoder_meta(config_node("source_filter") | {"hidden_channels": 16}, MelConfig.default()))
+    p = subprocess.run([sys.executable, "-m", "recipes.release", "acoustic.ar=null", f"acoustic.nar={out / 'nar.pt'}",
+                        f"vocoders.source-filter={sf_ckpt}", "default.vocoder=source-filter", f"out_dir={out}"],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads((out / "default.json").read_text()) == {"acoustic": "nar", "vocoder": "source-filter"}
+    again = json.loads((out / "release.json").read_text())["files"]
+    assert {"nar.pt", "vocoder/hifigan_v3.pt", "vocoder/source_filter.pt"} <= set(again)
+    assert again["vocoder/hifigan_v3.pt"]["source_sha256"] == shipped["vocoder/hifigan_v3.pt"]["source_sha256"]
+    assert isinstance(load_vocoder(out / "vocoder" / "source_filter.pt"), SourceFilterVocoder)

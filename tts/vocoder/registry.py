@@ -1,6 +1,7 @@
 """One entry point for every vocoder: `load_vocoder(name_or_path, mel_config=None)`.
 
     "griffin-lim"                  conf/vocoder/griffin_lim.yaml, no weights
+    "source-filter"                the project's shipped source-filter vocoder, checkpoints/vocoder/source_filter.pt
     "hifigan"                      the project's shipped HiFi-GAN, checkpoints/vocoder/hifigan_v3.pt
     "speechbrain-lj"               SpeechBrain's public LJSpeech HiFi-GAN (speechbrain/tts-hifigan-ljspeech)
     PATH.ckpt / PATH.pt            any tts vocoder checkpoint (training checkpoint or export)
@@ -31,10 +32,17 @@ from tts.paths import CHECKPOINT_DIR, CONF_DIR
 from tts.vocoder.base import Vocoder
 
 GRIFFIN_LIM = "griffin-lim"
-SHIPPED_HIFIGAN_NAME = "hifigan"
 SPEECHBRAIN_LJ = "speechbrain-lj"
-SHIPPED_HIFIGAN = CHECKPOINT_DIR / "vocoder" / "hifigan_v3.pt"
-NAMES = (GRIFFIN_LIM, SHIPPED_HIFIGAN_NAME, SPEECHBRAIN_LJ)
+# Vocoders the release ships (recipes.release), by the name users pass to --vocoder.
+SHIPPED = {
+    "source-filter": (CHECKPOINT_DIR / "vocoder" / "source_filter.pt", "source_filter"),
+    "hifigan": (CHECKPOINT_DIR / "vocoder" / "hifigan_v3.pt", "hifigan_v3"),
+}  # name -> (file, conf/vocoder/ config it is trained with)
+NAMES = (GRIFFIN_LIM, *SHIPPED, SPEECHBRAIN_LJ)
+
+
+def shipped_vocoder_path(name: str) -> Path:
+    return SHIPPED[name][0]
 
 
 def mel_config_node(mel_config: MelConfig) -> dict[str, Any]:
@@ -104,14 +112,15 @@ def load_vocoder(
         from tts.vocoder.pretrained import SPEECHBRAIN_LJSPEECH, load_speechbrain_hifigan
 
         vocoder = load_speechbrain_hifigan(SPEECHBRAIN_LJSPEECH, mel_config, savedir=savedir, offline=offline)
-    elif name == SHIPPED_HIFIGAN_NAME:
-        if not SHIPPED_HIFIGAN.is_file():
+    elif name in SHIPPED:
+        path, conf = SHIPPED[name]
+        if not path.is_file():
             raise CheckpointError(
-                f"the project's HiFi-GAN {SHIPPED_HIFIGAN} is missing: train one with `python -m recipes.train_vocoder "
-                "vocoder=hifigan_v3 data=slt`, export it with tts.checkpoint.export(last.ckpt, "
-                f"{SHIPPED_HIFIGAN}), or use `--vocoder griffin-lim`"
+                f"the project's {name} vocoder {path} is missing: train one with `python -m recipes.train_vocoder "
+                f"vocoder={conf} data=slt` and ship it with `python -m recipes.release vocoders.{name}=CKPT`, "
+                "or use `--vocoder griffin-lim`"
             )
-        vocoder = load_vocoder_checkpoint(SHIPPED_HIFIGAN, device)
+        vocoder = load_vocoder_checkpoint(path, device)
     elif Path(name).is_dir():
         from tts.vocoder.pretrained import load_speechbrain_hifigan
 
