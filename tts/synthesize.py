@@ -34,7 +34,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, required=True, help="output wav (16-bit PCM)")
     p.add_argument("--model", choices=["nar", "ar"], default=None, help="shipped acoustic model (default: checkpoints/default.json)")
     p.add_argument("--checkpoint", type=Path, default=None, help="acoustic checkpoint file (overrides --model)")
-    p.add_argument("--vocoder", default=None, help="griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder")
+    p.add_argument("--vocoder", default=None, help="source-filter | griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder (default: checkpoints/default.json)")
     p.add_argument("--refine-steps", type=int, default=None, help="NAR: K refinement steps (0 = coarse mel)")
     p.add_argument("--temperature", type=float, default=None,
                    help="NAR: refiner start-noise scale (default: the checkpoint's; 0 = deterministic)")

@@ -34,6 +34,20 @@ def colour_image(x: torch.Tensor) -> np.ndarray:
     return rgb.transpose(2, 0, 1)
 
 
+def log_vocoder_media(logger: Any, step: int, mel_config: Any, utt_id: str, n_frames: int, wave: torch.Tensor,
+                      real: torch.Tensor, mel_hat: torch.Tensor, mel_ref: torch.Tensor) -> None:
+    """TensorBoard audio (generated and real, [n_frames * hop] samples) and mel images of one validation
+    utterance; a no-op without a TensorBoard logger.  wave/real [N], mel_hat/mel_ref [M, T]."""
+    tb = getattr(logger, "experiment", None)
+    if tb is None or not hasattr(tb, "add_audio"):
+        return
+    n, sr = n_frames * mel_config.hop_length, mel_config.sample_rate
+    tb.add_audio(f"val/{utt_id}/generated", wave[:n].float().cpu()[None], step, sample_rate=sr)
+    tb.add_audio(f"val/{utt_id}/ground_truth", real[:n].float().cpu()[None], step, sample_rate=sr)
+    tb.add_image(f"val/{utt_id}/mel_generated", colour_image(mel_hat), step)
+    tb.add_image(f"val/{utt_id}/mel_ground_truth", colour_image(mel_ref), step)
+
+
 class AcousticModule(pl.LightningModule):
     """Trains any acoustic model exposing `loss(batch: Batch) -> LossOutput`.
 

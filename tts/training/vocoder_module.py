@@ -31,7 +31,7 @@ from torch import nn
 from tts.audio import MelSpectrogram
 from tts.checkpoint import CheckpointMeta
 from tts.training.losses import MultiResolutionSTFTLoss
-from tts.training.module import colour_image
+from tts.training.module import log_vocoder_media
 from tts.vocoder.data import VocoderBatch
 from tts.vocoder.hifigan import HifiGanVocoder
 
@@ -205,15 +205,8 @@ class VocoderGanModule(pl.LightningModule):
             self._log_media(batch, out.wave, mel_hat, mel_ref)
 
     def _log_media(self, batch: VocoderBatch, wave: torch.Tensor, mel_hat: torch.Tensor, mel_ref: torch.Tensor) -> None:
-        tb = getattr(self.logger, "experiment", None)
-        if tb is None or not hasattr(tb, "add_audio"):
-            return
-        step, sr, name = self.iteration, self.meta.mel_config.sample_rate, batch.ids[0]
-        n = int(batch.mel_lengths[0]) * self.meta.mel_config.hop_length
-        tb.add_audio(f"val/{name}/generated", wave[0, :n].float().cpu()[None], step, sample_rate=sr)
-        tb.add_audio(f"val/{name}/ground_truth", batch.waves[0, :n].float().cpu()[None], step, sample_rate=sr)
-        tb.add_image(f"val/{name}/mel_generated", colour_image(mel_hat[0]), step)
-        tb.add_image(f"val/{name}/mel_ground_truth", colour_image(mel_ref[0]), step)
+        log_vocoder_media(self.logger, self.iteration, self.meta.mel_config, batch.ids[0], int(batch.mel_lengths[0]),
+                          wave[0], batch.waves[0], mel_hat[0], mel_ref[0])
 
     # --- optimisers and checkpoints -----------------------------------------------------------------
     def configure_optimizers(self):
