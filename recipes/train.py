@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from tts.audio import MelConfig
 from tts.checkpoint import CheckpointMeta, warm_start
-from tts.training.callbacks import step_checkpoint
+from tts.training.callbacks import SamplerEpoch, step_checkpoint
 from tts.training.module import AcousticModule, AtomicCheckpointIO
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,7 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
     callbacks = [
         step_checkpoint(exp_dir, cfg.checkpoint_every_n_steps, cfg.keep_checkpoints),
         LearningRateMonitor(logging_interval="step"),
+        SamplerEpoch(),  # a new batch order every epoch
     ]
     logger = TensorBoardLogger(save_dir=str(exp_dir), name="tb", version="")
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, plugins=[AtomicCheckpointIO()])

@@ -51,3 +51,13 @@ def test_bad_arguments():
         LengthBucketSampler([], 4)
     with pytest.raises(ValueError, match="batch_size"):
         LengthBucketSampler([1, 2], 0)
+
+
+def test_padding_wraps_around_different_batches_not_batch_0():
+    # 5 batches on 4 ranks -> 8 slots: the 3 extra batches repeat batches 0, 1, 2 of the epoch's list
+    ls = lengths(40)
+    world = 4
+    full = list(LengthBucketSampler(ls, 8, seed=2))
+    per_rank = [list(LengthBucketSampler(ls, 8, seed=2, num_replicas=world, rank=r)) for r in range(world)]
+    dealt = [per_rank[k % world][k // world] for k in range(2 * world)]
+    assert dealt == full + full[:3]

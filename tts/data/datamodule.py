@@ -13,6 +13,23 @@ from tts.data.sampler import LengthBucketSampler
 from tts.text import TextFrontend
 
 
+def next_train_epoch(trainer: pl.Trainer | None) -> int:
+    """The epoch the trainer is about to train, when the training loader is (re)built.
+
+    Resuming, Lightning iterates the loader (FitLoop.setup_data) before it settles the epoch (FitLoop.reset):
+    a checkpoint written on the last batch of an epoch that had not ended (started > processed) resumes
+    in the next epoch; otherwise the restored processed-epoch count is the epoch to train.
+    """
+    if trainer is None:
+        return 0
+    loop = trainer.fit_loop
+    if not loop.restarting:
+        return trainer.current_epoch
+    progress = loop.epoch_progress.current
+    ended_on_last_batch = progress.started > progress.processed and loop.epoch_loop.batch_progress.is_last_batch
+    return progress.processed + int(ended_on_last_batch)
+
+
 class TTSDataModule(pl.LightningDataModule):
     def __init__(
         self,
@@ -54,11 +71,13 @@ class TTSDataModule(pl.LightningDataModule):
             self.val_set = self._dataset(self.val_split)
 
     def _loader(self, dataset: TTSDataset, batch_size: int, shuffle: bool) -> DataLoader:
+        # The loader is built once: its first epoch is set here, every later one by
+        # tts.training.callbacks.SamplerEpoch (Lightning re-seeds only a batch_sampler's inner sampler).
         sampler = LengthBucketSampler(
             dataset.lengths(), batch_size, self.bucket_multiplier, shuffle=shuffle, seed=self.seed
         )
-        if shuffle and self.trainer is not None:
-            sampler.set_epoch(self.trainer.current_epoch)
+        if shuffle:
+            sampler.set_epoch(next_train_epoch(self.trainer))
         return DataLoader(
             dataset,
             batch_sampler=sampler,

@@ -16,7 +16,14 @@ class LengthBucketSampler(Sampler[list[int]]):
     `batch_size * bucket_multiplier`, sort each pool by length, cut pools into batches, shuffle the
     batches.  Batches are then dealt round-robin to DDP ranks (`num_replicas`, `rank`; taken from
     torch.distributed when it is initialised), every rank getting the same number of batches, so the
-    trainer must not wrap it in a DistributedSampler (`use_distributed_sampler: false`).
+    trainer must not wrap it in a DistributedSampler (`use_distributed_sampler: false`).  When the batch
+    count does not divide by the ranks (and `drop_last` is off) the list is padded by wrapping around it:
+    the k-th extra batch repeats batch k, so at most `num_replicas - 1` different batches are seen twice.
+
+    The epoch must be set before each epoch's `__iter__`: Lightning calls `set_epoch` only on a
+    `batch_sampler.sampler`, never on a batch sampler itself, so the recipes add
+    `tts.training.callbacks.SamplerEpoch`, which sets it from the trainer's epoch (also after a resume).
+    The number of batches does not depend on the epoch (pools have fixed sizes), so `len()` is stable.
     """
 
     def __init__(
@@ -70,9 +77,10 @@ class LengthBucketSampler(Sampler[list[int]]):
     def _rank_batches(self) -> list[list[int]]:
         batches = self._all_batches()
         per_rank = len(batches) // self.num_replicas if self.drop_last else -(-len(batches) // self.num_replicas)
-        # pad by wrapping around so that every rank runs the same number of steps (DDP needs that)
-        while len(batches) < per_rank * self.num_replicas:
-            batches.append(batches[len(batches) % max(len(batches), 1)])
+        # pad by wrapping around (extra batch k repeats batch k) so that every rank runs the same number
+        # of steps, which DDP needs; not always batch 0, which would weight one batch per epoch
+        n_real = len(batches)
+        batches += [batches[k % n_real] for k in range(per_rank * self.num_replicas - n_real)]
         return batches[self.rank : per_rank * self.num_replicas : self.num_replicas]
 
     def __iter__(self) -> Iterator[list[int]]:
