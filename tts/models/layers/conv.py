@@ -11,8 +11,10 @@ every real output independent of what the padding contains.
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+from torch.distributed.nn.functional import all_reduce as differentiable_all_reduce
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "none": nn.Identity}
 
@@ -21,15 +23,30 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
     """BatchNorm1d over [B, C, T] whose training statistics use only the masked-in positions.
 
     Eval mode (and training without a mask) is plain BatchNorm1d with running statistics.
+
+    Under DDP (torch.distributed initialised, world size > 1) the training statistics are those of the
+    global batch: the masked sums are all-reduced across ranks (differentiably, so gradients flow through
+    the other ranks' statistics as in nn.SyncBatchNorm).  That is why the trainer must not convert this
+    module with `sync_batchnorm` (SyncBatchNorm's forward takes no mask): conf/trainer/ddp.yaml keeps it off.
+    Every rank must then call forward in step, which DDP training does.
     """
+
+    def _global_sum(self, x: torch.Tensor) -> torch.Tensor:
+        """Sum over ranks when distributed (differentiable), else x itself."""
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            return differentiable_all_reduce(x, op=dist.ReduceOp.SUM)
+        return x
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if mask is None or not self.training:
             return super().forward(x)
         m = mask.to(x.dtype)  # [B, 1, T]
-        n = m.sum().clamp_min(1.0)
-        mean = (x * m).sum(dim=(0, 2)) / n  # [C]
-        var = (((x - mean[None, :, None]) ** 2) * m).sum(dim=(0, 2)) / n  # biased, as BN uses
+        # one all-reduce for the count and the per-channel sums: [C + 1]
+        sums = self._global_sum(torch.cat([(x * m).sum(dim=(0, 2)), m.sum()[None]]))
+        n = sums[-1].clamp_min(1.0)
+        mean = sums[:-1] / n  # [C]
+        # two passes (mean, then centred squares): stabler than E[x^2] - mean^2
+        var = self._global_sum((((x - mean[None, :, None]) ** 2) * m).sum(dim=(0, 2))) / n  # [C], biased, as BN uses
         if self.track_running_stats and self.running_mean is not None:
             with torch.no_grad():
                 self.num_batches_tracked += 1
