@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,9 +94,14 @@ class TTSDataset(Dataset[Item]):
                 cached[i] = None
         if todo:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(cached))
-            tmp.replace(path)
+            # a temp name per process: DDP ranks (and parallel jobs) encode the same split at once, and
+            # a shared temp name would let one rank rename another's half-written file into place
+            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+            try:
+                tmp.write_text(json.dumps(cached))
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
         return {i: cached[i] for i in ids if cached.get(i)}
 
     def _frame_counts(self) -> dict[str, int]:
