@@ -13,6 +13,7 @@ import torch
 
 from tts import checkpoint
 from tts.checkpoint import CheckpointError
+from tts.models.refiner import item_noise_seed
 from tts.paths import CHECKPOINT_DIR
 from tts.text import TextFrontend, split_sentences
 from tts.text.errors import TextError, UnspeakableTextError
@@ -83,6 +84,7 @@ class Synthesizer:
         self.device = device
         self.pause_s = pause_s
         self._infer_args = set(inspect.signature(self.model.infer).parameters)
+        self._seeded = "noise_seeds" in self._infer_args  # models that draw noise (the NAR refiner)
 
     @classmethod
     def from_paths(cls, acoustic_path: str | Path, vocoder: str, device: str = "cpu") -> "Synthesizer":
@@ -100,7 +102,10 @@ class Synthesizer:
     @torch.inference_mode()
     def synthesize(self, text: str, batch_size: int = 8, refine_steps: int | None = None, speed: float | None = None,
                    pitch_shift: float | None = None, progress: Callable[[int, int], None] | None = None,
-                   temperature: float | None = None) -> SynthesisResult:
+                   temperature: float | None = None, seed: int = 0) -> SynthesisResult:
+        """Speak `text`, `batch_size` sentences at a time.  `seed` fixes the NAR refiner's starting noise:
+        sentence k's noise comes from item_noise_seed(seed, k), whatever the batch size, so the same call
+        gives the same audio and a sentence sounds the same alone or batched with others."""
         t0 = time.perf_counter()
         controls = self._controls(refine_steps=refine_steps, speed=speed, pitch_shift=pitch_shift,
                                   temperature=temperature)
@@ -125,6 +130,8 @@ class Synthesizer:
             tokens = torch.zeros(len(chunk), int(lengths.max()), dtype=torch.long, device=self.device)
             for k, (_, ids) in enumerate(chunk):
                 tokens[k, : len(ids)] = torch.tensor(ids)
+            if self._seeded:  # [B] seeds by position in the sentence stream, not in the batch
+                controls["noise_seeds"] = [item_noise_seed(seed, start + k) for k in range(len(chunk))]
             t1 = time.perf_counter()
             out = self.model.infer(tokens, lengths, **controls)
             t2 = time.perf_counter()

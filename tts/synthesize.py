@@ -39,6 +39,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=None,
                    help="NAR: refiner start-noise scale (default: the checkpoint's; 0 = deterministic)")
     p.add_argument("--speed", type=float, default=None, help="NAR: speaking rate (2 = twice as fast)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="NAR: seed of the refiner's start noise (per sentence; the same command gives the same bytes)")
     p.add_argument("--pitch", type=float, default=None, help="NAR: pitch shift in semitones")
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
     p.add_argument("--batch-size", type=int, default=8, help="sentences per batch")
@@ -53,6 +55,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--temperature must be in [0, 2]")
     if args.speed is not None and not 0.1 <= args.speed <= 10:
         p.error("--speed must be in [0.1, 10]")
+    if not 0 <= args.seed < 2**31:
+        p.error("--seed must be in [0, 2**31)")
     return args
 
 
@@ -89,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                 if total > 1:
                     print(f"\r  {done}/{total} sentences", end="\n" if done == total else "", file=sys.stderr, flush=True)
         result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
-                                  temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch, progress=progress)
+                                  temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch, progress=progress,
+                                  seed=args.seed)
     except TextError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_TEXT

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -305,7 +305,7 @@ class FastSpeech2(nn.Module):
         refine_early_stop: float | None = None,
         temperature: float | None = None,
         durations: torch.Tensor | None = None,
-        generator: torch.Generator | None = None,
+        noise_seeds: Sequence[int] | None = None,
     ) -> NARInferenceOutput:
         """tokens [B, L], token_lengths [B] -> NARInferenceOutput (raw log-mel).  Call `.eval()` first.
 
@@ -318,8 +318,10 @@ class FastSpeech2(nn.Module):
         0 = deterministic).
         durations: [B, L] frames per token to use instead of the predicted ones (e.g. ground truth for
         evaluation); speed still applies if != 1.
-        The early-stop decision is taken for the whole batch; everything else is per item, so an item's
-        output does not depend on its batch (with temperature 0, or a fixed noise).
+        noise_seeds: one refiner-noise seed per item (tts.models.refiner.item_noise_seed; None = 0..B-1):
+        each item's starting noise comes from its own generator, so with the same seed an item's mel does
+        not depend on its batch.  The early-stop decision is taken for the whole batch; everything else
+        is per item.
         """
         steps = self.refine_steps if refine_steps is None else int(refine_steps)
         if steps < 0:
@@ -344,7 +346,7 @@ class FastSpeech2(nn.Module):
         mels = coarse_raw
         if self.refiner is not None and steps > 0:
             refined = self.refiner.sample(
-                coarse, hidden.transpose(1, 2), frame_mask, steps, temperature, refine_early_stop, generator
+                coarse, hidden.transpose(1, 2), frame_mask, steps, temperature, refine_early_stop, noise_seeds
             )
             mels, taken = self.denormalise(refined.mels, frame_mask), refined.steps_taken
         return NARInferenceOutput(

@@ -33,7 +33,9 @@ works and masking is exact; shallow enough for CPU.
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -49,6 +51,30 @@ def timestep_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torc
     args = scale * t.float()[:, None] * freqs[None, :]
     return torch.cat([torch.sin(args), torch.cos(args)], dim=1)
 
+
+
+def item_noise_seed(seed: int, index: int) -> int:
+    """The refiner-noise seed of item `index` (its position in its own sentence stream, not in a batch)
+    of a synthesis run seeded with `seed`.  Hashed to 32 bits: torch's CPU generator (mt19937) keeps only
+    the low 32 bits of a seed, so packing (seed, index) into 64 bits would make seeds collide."""
+    if seed < 0 or index < 0:
+        raise ValueError(f"seed and item index must be >= 0, got {seed}, {index}")
+    return int.from_bytes(hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=4).digest(), "little")
+
+
+def per_item_noise(shape: torch.Size, lengths: Sequence[int], seeds: Sequence[int] | None) -> torch.Tensor:
+    """Standard normal noise [B, M, T] (CPU, float32), item k drawn from its own generator seeded with
+    seeds[k] over its first lengths[k] frames only, zeros after: the same item gets the same noise in
+    any batch, with any padding, on any device."""
+    b, n_mels, t = shape
+    seeds = list(range(b)) if seeds is None else list(seeds)
+    if len(seeds) != b or len(lengths) != b:
+        raise ValueError(f"need one noise seed and one length per item: {len(seeds)} seeds, {len(lengths)} lengths, {b} items")
+    eps = torch.zeros(b, n_mels, t)
+    for k, (seed, n) in enumerate(zip(seeds, lengths)):
+        g = torch.Generator().manual_seed(int(seed))
+        eps[k, :, : int(n)] = torch.randn(n_mels, int(n), generator=g)
+    return eps
 
 class ResidualBlock(nn.Module):
     """Dilated conv + condition + time FiLM -> gated tanh/sigmoid -> (residual, skip), all [B, C, T]."""
@@ -176,9 +202,13 @@ class FlowMatchingRefiner(nn.Module):
         steps: int,
         temperature: float = 1.0,
         early_stop: float | None = None,
-        generator: torch.Generator | None = None,
+        noise_seeds: Sequence[int] | None = None,
     ) -> RefinerOutput:
-        """K Euler steps from x0 = coarse + temperature * sigma * eps.  coarse [B, M, T], mask [B, T]."""
+        """K Euler steps from x0 = coarse + temperature * sigma * eps.  coarse [B, M, T], mask [B, T].
+
+        noise_seeds: one seed per item (see `item_noise_seed`); None = 0, 1, ..., B-1.  Each item's eps
+        comes from its own generator over its own frames, so it does not depend on the batch.
+        """
         if steps < 0:
             raise ValueError(f"steps must be >= 0, got {steps}")
         if steps == 0:
@@ -186,7 +216,7 @@ class FlowMatchingRefiner(nn.Module):
         m = mask[:, None, :].to(coarse.dtype)
         n_real = (m.sum(dim=(1, 2)) * coarse.shape[1]).clamp_min(1.0)  # [B] real elements per item
         coarse = coarse * m
-        eps = torch.randn(coarse.shape, device=coarse.device, dtype=coarse.dtype, generator=generator)
+        eps = per_item_noise(coarse.shape, mask.sum(dim=1).tolist(), noise_seeds).to(coarse.device, coarse.dtype)
         x = coarse + temperature * self.sigma * eps * m
         dt = 1.0 / steps
         rms: list[float] = []
