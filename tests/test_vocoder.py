@@ -140,3 +140,16 @@ def test_registry_names_and_errors(mel_config: MelConfig, tmp_path: Path):
     checkpoint.save(tmp_path / "acoustic.pt", acoustic.build_model(), acoustic)
     with pytest.raises(CheckpointError, match="'acoustic' checkpoint, not a vocoder"):
         load_vocoder(tmp_path / "acoustic.pt")
+
+
+@pytest.mark.parametrize("kind", ["hifigan", "griffin_lim"])
+def test_an_items_audio_does_not_depend_on_its_batch(mel_config: MelConfig, kind: str):
+    """Seeded synthesis repeats whatever the batching (issue 20): each item is vocoded over its own length."""
+    torch.manual_seed(3)
+    vocoder = small_hifigan(mel_config).eval() if kind == "hifigan" else GriffinLimVocoder(mel_config, n_iter=4)
+    mel = torch.randn(3, mel_config.n_mels, 40) - 5.0
+    lengths = torch.tensor([40, 23, 9])
+    batched = vocoder(mel, lengths).wave
+    for b, n in enumerate(lengths.tolist()):
+        alone = vocoder(mel[b : b + 1, :, :n]).wave[0]
+        assert torch.allclose(batched[b, : n * 256], alone, atol=1e-6)

@@ -38,17 +38,22 @@ class Vocoder(nn.Module):
 
     @torch.inference_mode()
     def forward(self, mel: torch.Tensor, mel_lengths: torch.Tensor | None = None) -> WaveOutput:
+        """Each item is vocoded over its own length, alone: an item's audio does not depend on the batch
+        it came in (padding would otherwise reach its last frames through convolutions, Griffin-Lim's
+        shared iterations, or a filter's context), so seeded synthesis repeats whatever the batching."""
         if mel.dim() != 3 or mel.shape[1] != self.mel_config.n_mels:
             raise ValueError(f"expected mel [B, {self.mel_config.n_mels}, T], got {tuple(mel.shape)}")
         b, _, t = mel.shape
         if mel_lengths is None:
             mel_lengths = torch.full((b,), t, dtype=torch.long, device=mel.device)
-        # Pad frames beyond each length with silence so they cannot leak into the valid region.
-        frame_mask = torch.arange(t, device=mel.device)[None, :] < mel_lengths[:, None]
-        mel = mel.masked_fill(~frame_mask[:, None, :], self.mel_config.log_floor)
-        wave = self._generate(mel)
         n = self.mel_config.n_samples(t)
-        wave = wave[:, :n] if wave.shape[1] >= n else nn.functional.pad(wave, (0, n - wave.shape[1]))
-        lengths = mel_lengths * self.mel_config.hop_length
-        sample_mask = torch.arange(n, device=mel.device)[None, :] < lengths[:, None]
-        return WaveOutput(wave=wave.clamp(-1, 1) * sample_mask, lengths=lengths)
+        wave = mel.new_zeros(b, n, dtype=torch.float32)
+        for i in range(b):
+            frames = int(mel_lengths[i])
+            if frames <= 0:
+                continue
+            item = self._generate(mel[i : i + 1, :, :frames])[0]  # [>= frames * hop]
+            m = self.mel_config.n_samples(frames)
+            item = item[:m] if item.shape[0] >= m else nn.functional.pad(item, (0, m - item.shape[0]))
+            wave[i, :m] = item.float()
+        return WaveOutput(wave=wave.clamp(-1, 1), lengths=mel_lengths * self.mel_config.hop_length)

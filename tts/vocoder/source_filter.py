@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from tts.audio import MelConfig
-from tts.vocoder.base import Vocoder, WaveOutput
+from tts.vocoder.base import Vocoder
 from tts.vocoder.dsp import F0Bins, RenderInput, Synthesis, render
 
 
@@ -170,23 +170,6 @@ class SourceFilterVocoder(Vocoder):
         return SourceFilterOutput(wave, params.f0_logits, params.voicing_logits)
 
     # --- inference ----------------------------------------------------------------------------------
-    @torch.inference_mode()
-    def forward(self, mel: torch.Tensor, mel_lengths: torch.Tensor | None = None) -> WaveOutput:
-        """As `Vocoder.forward`, but each item is rendered over its own length, so that an item's audio
-        does not depend on the batch it came in (the padding would otherwise reach the last frames)."""
-        if mel.dim() != 3 or mel.shape[1] != self.mel_config.n_mels:
-            raise ValueError(f"expected mel [B, {self.mel_config.n_mels}, T], got {tuple(mel.shape)}")
-        b, _, t = mel.shape
-        if mel_lengths is None:
-            mel_lengths = torch.full((b,), t, dtype=torch.long, device=mel.device)
-        hop = self.mel_config.hop_length
-        wave = mel.new_zeros(b, t * hop, dtype=torch.float32)
-        for i in range(b):
-            n = int(mel_lengths[i])
-            if n > 0:
-                wave[i, : n * hop] = self.synthesize(mel[i : i + 1, :, :n])[0]
-        return WaveOutput(wave=wave.clamp(-1, 1), lengths=mel_lengths * hop)
-
     def synthesize(self, mel: torch.Tensor) -> torch.Tensor:
         """One utterance (or a batch of equal length): mel [B, M, T] -> wave [B, T * hop]."""
         params = self.frame_params(mel)
