@@ -89,7 +89,7 @@ def test_ratios_are_same_run_medians(smoke):
 def test_peers_section(smoke):
     _, r = smoke
     peers = r["peers"]
-    assert set(peers) == {"festival_slt", "speechbrain_tacotron2", "speechbrain_fastspeech2"}
+    assert set(peers) == {"festival_slt", "piper_joe_medium", "speechbrain_tacotron2", "speechbrain_fastspeech2"}
     for name, p in peers.items():
         assert p["status"] in ("ok", "unavailable", "failed"), p
         if p["status"] != "ok":
@@ -100,6 +100,9 @@ def test_peers_section(smoke):
         for n, v in p["per_length"].items():
             assert v["median_s"] > 0 and v["ours_over_peer"] > 0
             assert v["frames"] >= r["mel_latency"]["nar_k0"][n]["frames"]  # same output length as ours
+    piper = peers["piper_joe_medium"]  # the `peers` extra is part of the test setup (Makefile)
+    assert piper["status"] == "ok", piper
+    assert all(v["rtf"] > 0 and v["audio_s"] > 0.2 for v in piper["per_length"].values())
     fest = peers["festival_slt"]
     if fest["status"] == "ok":
         assert all(v["rtf"] > 0 and v["audio_s"] > 0 for v in fest["per_length"].values())
