@@ -50,6 +50,15 @@ def test_table_takes_each_system_from_the_first_report_that_has_it(reports):
     assert lines[4] == "| NAR K=2 | 0.010 | 11.00 | – | 2.25 |"
 
 
+def test_ci_adds_the_reports_interval_but_not_to_corpus_columns(reports):
+    a, _ = reports
+    [ar] = collect([a], ["ar"])
+    lo, hi = ar.summary["mcd_db"]["ci_low"], ar.summary["mcd_db"]["ci_high"]
+    assert lo < hi  # two different utterances: a real interval
+    md = to_markdown([ar], ["cer", "mcd_db"], ci=True)
+    assert md.splitlines()[2] == f"| ar | 0.080 | 11.00 [{lo:.2f}, {hi:.2f}] |"
+
+
 def test_cli_prints_the_table_and_rejects_unknown_systems_and_files(reports, tmp_path: Path):
     a, b = reports
     cmd = [sys.executable, "-m", "tts.evaluation.table", str(a), str(b)]

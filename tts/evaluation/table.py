@@ -9,7 +9,8 @@ Columns: `cer` / `wer` are corpus-level (total edits / total reference length, t
 `corpus_asr`); every other column is the per-utterance mean from the report's `summary` (any metric
 name a report has, e.g. mcd_db, log_f0_rmse_cents, distillmos, has_missing_words, ar_failure, mel_s,
 rtf).  A system found in several reports is taken from the first that has it (so the reports are
-listed in order of preference); a cell a report lacks is "–".
+listed in order of preference); a cell a report lacks is "–".  `--ci` adds each mean's confidence
+interval from the report ("3.45 [3.37, 3.53]"; the corpus-level CER/WER have none).
 """
 
 from __future__ import annotations
@@ -67,21 +68,27 @@ def collect(paths: Sequence[Path], systems: Sequence[str] | None = None) -> list
     return [found[s] for s in systems]
 
 
-def cell(row: SystemRow, column: str) -> str:
+def cell(row: SystemRow, column: str, ci: bool = False) -> str:
+    digits = DIGITS.get(column, 3)
     if column in CORPUS_COLUMNS:
-        value = (row.corpus_asr or {}).get(column)
+        value, stats = (row.corpus_asr or {}).get(column), {}
     else:
-        value = (row.summary.get(column) or {}).get("mean")
+        stats = row.summary.get(column) or {}
+        value = stats.get("mean")
     if value is None:
         return "–"
-    return f"{value:.{DIGITS.get(column, 3)}f}"
+    text = f"{value:.{digits}f}"
+    if ci and stats.get("ci_low") is not None and stats.get("ci_high") is not None:
+        text += f" [{stats['ci_low']:.{digits}f}, {stats['ci_high']:.{digits}f}]"
+    return text
 
 
-def to_markdown(rows: Sequence[SystemRow], columns: Sequence[str], labels: dict[str, str] | None = None) -> str:
+def to_markdown(rows: Sequence[SystemRow], columns: Sequence[str], labels: dict[str, str] | None = None,
+                ci: bool = False) -> str:
     labels = labels or {}
     lines = ["| system | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for r in rows:
-        lines.append(f"| {labels.get(r.name, r.name)} | " + " | ".join(cell(r, c) for c in columns) + " |")
+        lines.append(f"| {labels.get(r.name, r.name)} | " + " | ".join(cell(r, c, ci) for c in columns) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -95,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--systems", default=None, help="comma-separated systems, in table order (default: all)")
     p.add_argument("--columns", default=",".join(DEFAULT_COLUMNS), help="comma-separated metrics")
     p.add_argument("--label", action="append", default=[], metavar="SYSTEM=LABEL", help="row label for a system")
+    p.add_argument("--ci", action="store_true", help="add each mean's confidence interval from the report")
     args = p.parse_args(argv)
     labels = {}
     for item in args.label:
@@ -107,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReportError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(to_markdown(rows, _csv(args.columns) or list(DEFAULT_COLUMNS), labels))
+    sys.stdout.write(to_markdown(rows, _csv(args.columns) or list(DEFAULT_COLUMNS), labels, ci=args.ci))
     return 0
 
 
