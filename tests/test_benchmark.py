@@ -102,6 +102,7 @@ def test_peers_section(smoke):
             assert v["frames"] >= r["mel_latency"]["nar_k0"][n]["frames"]  # same output length as ours
     piper = peers["piper_joe_medium"]  # the `peers` extra is part of the test setup (Makefile)
     assert piper["status"] == "ok", piper
+    assert "**Piper joe-medium**" in (smoke[0] / "benchmark.md").read_text()  # a text -> wave table, as Festival's
     assert all(v["rtf"] > 0 and v["audio_s"] > 0.2 for v in piper["per_length"].values())
     fest = peers["festival_slt"]
     if fest["status"] == "ok":

@@ -94,6 +94,10 @@ def _num(x) -> str:
     return "" if x is None else f"{x:.4g}" if isinstance(x, (int, float)) else str(x)
 
 
+# peers timed text -> wave (the rest are SpeechBrain mel generators timed against our mel stage)
+TEXT_TO_WAVE_PEERS = {"festival_slt": "Festival SLT HTS", "piper_joe_medium": "Piper joe-medium"}
+
+
 def to_markdown(r: dict[str, Any]) -> str:
     m, s = r["meta"], r["settings"]
     lengths, names = s["lengths"], list(r["mel_latency"])
@@ -168,8 +172,8 @@ def to_markdown(r: dict[str, Any]) -> str:
             if p.get("status") != "ok":
                 lines.append(f"- **{name}**: {p.get('status')} -- {p.get('reason')}")
                 continue
-            if name == "festival_slt":
-                lines += [f"**Festival SLT HTS** ({p['what']})", "",
+            if name in TEXT_TO_WAVE_PEERS:  # whole text -> wave systems: RTF against our end-to-end RTF
+                lines += [f"**{TEXT_TO_WAVE_PEERS[name]}** ({p['what']})", "",
                           "| symbols | wall ms | audio s | RTF | ours e2e RTF |", "|---|---|---|---|---|"]
                 for n, v in p["per_length"].items():
                     ours = [x for kk, x in v.items() if kk.startswith("ours_e2e_rtf")][0]
