@@ -1,23 +1,36 @@
-"""Text -> waveform with one acoustic checkpoint and one vocoder (what `python -m tts.synthesize` runs)."""
+"""THE text -> waveform path: one acoustic checkpoint and one vocoder.
+
+Every entry point goes through `Synthesizer` (tests/test_one_inference_path.py enforces it):
+  * `synthesize(text)`: the CLI path (`python -m tts.synthesize`): sentence split, batches, pauses;
+  * `synthesize_items(texts)`: one token sequence per text, batch 1, per-item timings and verdicts
+    (`recipes.evaluate`, the listening-test build);
+  * the stages `encode` -> `pad` -> `mels` -> `vocode` that both are built on, which `tts.benchmark`
+    times one by one (with forced output lengths for random-weight models).
+`SystemSpec` is the one description of a system under test (evaluation, listening test).
+"""
 
 from __future__ import annotations
 
 import inspect
 import json
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from tts import checkpoint
 from tts.checkpoint import CheckpointError
+from tts.models.layers.alignment import ARFailure
+from tts.models.outputs import MelOutput
 from tts.models.refiner import item_noise_seed
 from tts.paths import CHECKPOINT_DIR
 from tts.text import TextFrontend, split_sentences
 from tts.text.errors import TextError, UnspeakableTextError
-from tts.vocoder.base import Vocoder
+from tts.vocoder.base import Vocoder, WaveOutput
 from tts.vocoder.registry import load_vocoder
 
 DEFAULTS_FILE = CHECKPOINT_DIR / "default.json"
@@ -69,53 +82,251 @@ def shipped_checkpoint(model: str) -> Path:
     return path
 
 
-class Synthesizer:
-    """Sentence-split, batched synthesis; `pause_s` of silence between sentences."""
+SYSTEM_KINDS = ("acoustic", "copy", "ground_truth", "piper")
+SYSTEM_VOCODER = "griffin-lim"  # a system spec's vocoder when it names none (evaluation, listening test)
 
-    def __init__(self, acoustic: checkpoint.LoadedCheckpoint, vocoder: Vocoder, device: str = "cpu",
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """One named system under test: THE system description of `recipes.evaluate` and the listening-test build.
+
+    kind "acoustic": text -> acoustic `checkpoint` -> `vocoder`, through a `Synthesizer` (`synthesizer()`),
+    with `refine_steps` K and refiner start-noise `temperature` (None = the checkpoint's own; NAR only).
+    The evaluation's reference kinds need no acoustic model: "ground_truth" (the corpus wav), "copy" (the
+    corpus mel -> `vocoder`) and "piper" (a peer voice).  The run's seed is not part of the spec: one seed
+    serves every system of a run (`identity(seed)` records it next to what made a wav).
+    """
+
+    name: str
+    kind: str = "acoustic"
+    vocoder: str | None = None
+    checkpoint: str | None = None
+    refine_steps: int | None = None
+    temperature: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in SYSTEM_KINDS:
+            raise ValueError(f"system {self.name!r}: unknown kind {self.kind!r}; expected one of {list(SYSTEM_KINDS)}")
+        if self.kind == "acoustic" and (self.checkpoint is None or self.vocoder is None):
+            raise ValueError(f"system {self.name!r}: an acoustic system needs a checkpoint and a vocoder")
+
+    def spec(self) -> dict[str, Any]:
+        """What makes the audio, without the name (a report's `systems` table, the benchmark reads K here)."""
+        return {"kind": self.kind, "vocoder": self.vocoder, "checkpoint": self.checkpoint,
+                "refine_steps": self.refine_steps, "temperature": self.temperature}
+
+    def identity(self, seed: int | None = None) -> dict[str, Any]:
+        """spec + the checkpoint's mtime (a retrained `last.ckpt` is a different system) + the run's seed
+        for an acoustic system (its noise depends on it): stored beside each wav, a change means resynthesis."""
+        ident = self.spec()
+        if self.checkpoint is not None and Path(self.checkpoint).is_file():
+            ident["checkpoint_mtime_ns"] = Path(self.checkpoint).stat().st_mtime_ns
+        if self.kind == "acoustic" and seed is not None:
+            ident["seed"] = int(seed)
+        return ident
+
+    def synthesizer(self, device: str = "cpu") -> "Synthesizer":
+        """The Synthesizer of an acoustic system; a control its model lacks (K on an AR) is a ValueError here,
+        before any synthesis."""
+        if self.kind != "acoustic":
+            raise ValueError(f"system {self.name!r} of kind {self.kind!r} has no acoustic model to synthesise with")
+        synth = Synthesizer.from_paths(self.checkpoint, self.vocoder, device)
+        synth.controls(refine_steps=self.refine_steps, temperature=self.temperature)
+        return synth
+
+    def synthesize_items(self, synth: "Synthesizer", texts: Sequence[str], seed: int,
+                         indices: Sequence[int] | None = None) -> list["ItemResult"]:
+        """`synth.synthesize_items` with this system's controls (synth from `self.synthesizer()`)."""
+        return synth.synthesize_items(texts, seed=seed, indices=indices, refine_steps=self.refine_steps,
+                                      temperature=self.temperature)
+
+
+@dataclass
+class TokenBatch:
+    tokens: torch.Tensor  # [B, L] long, zero-padded
+    lengths: torch.Tensor  # [B] valid tokens per item
+
+
+@dataclass
+class ItemResult:
+    """One text spoken as one token sequence (`Synthesizer.synthesize_items`)."""
+
+    text: str
+    wave: torch.Tensor  # [N] float32, -1..1, CPU
+    sample_rate: int
+    frames: int  # mel frames the acoustic model made
+    n_tokens: int
+    mel_s: float  # wall seconds of mel generation (synchronised on CUDA)
+    vocoder_s: float  # wall seconds of the vocoder
+    ar_failure: ARFailure | None = None  # the AR's verdict on its decode (None for a NAR)
+    refine_steps_taken: int | None = None  # refiner network evaluations (None for an AR)
+
+    @property
+    def seconds(self) -> float:
+        return self.wave.numel() / self.sample_rate
+
+
+def pad_tokens(ids: Sequence[Sequence[int]], device: str = "cpu") -> TokenBatch:
+    """Token id lists -> a zero-padded TokenBatch on `device`."""
+    lengths = torch.tensor([len(x) for x in ids], device=device)
+    tokens = torch.zeros(len(ids), int(lengths.max()), dtype=torch.long, device=device)
+    for b, seq in enumerate(ids):
+        tokens[b, : len(seq)] = torch.tensor(list(seq), device=device)
+    return TokenBatch(tokens, lengths)
+
+
+def forced_durations(n_symbols: int, fps: float) -> list[int]:
+    """Integer frames per symbol summing to round(n * fps), spread evenly (forced NAR output lengths)."""
+    edges = [round(i * fps) for i in range(n_symbols + 1)]
+    return [max(b - a, 0) for a, b in zip(edges[:-1], edges[1:])]
+
+
+class Synthesizer:
+    """Text -> wave with one acoustic model and one vocoder; see the module docstring for the three ways in.
+
+    `vocoder` may be None for a mel-only Synthesizer (the benchmark's memory probe of the acoustic model
+    alone); `vocode` then raises."""
+
+    def __init__(self, acoustic: checkpoint.LoadedCheckpoint, vocoder: Vocoder | None, device: str = "cpu",
                  pause_s: float = 0.25) -> None:
         if acoustic.meta.kind != "acoustic":
             raise CheckpointError(f"expected an acoustic checkpoint, got kind {acoustic.meta.kind!r}")
-        vocoder.check_mel_config(acoustic.mel_config, "acoustic checkpoint")
+        if vocoder is not None:
+            vocoder.check_mel_config(acoustic.mel_config, "acoustic checkpoint")
+            vocoder = vocoder.to(device).eval()
         self.model = acoustic.model.to(device).eval()
         self.frontend: TextFrontend = acoustic.frontend()
-        self.vocoder = vocoder.to(device).eval()
+        self.vocoder = vocoder
         self.mel_config = acoustic.mel_config
         self.device = device
         self.pause_s = pause_s
         self._infer_args = set(inspect.signature(self.model.infer).parameters)
         self._seeded = "noise_seeds" in self._infer_args  # models that draw noise (the NAR refiner)
+        # an AR decoder (Tacotron 2) takes a step limit and draws its prenet dropout from torch's global RNG
+        self.autoregressive = "max_decoder_steps" in self._infer_args
 
     @classmethod
     def from_paths(cls, acoustic_path: str | Path, vocoder: str, device: str = "cpu") -> "Synthesizer":
         acoustic = checkpoint.load(acoustic_path, device)
         return cls(acoustic, load_vocoder(vocoder, acoustic.mel_config, device=device), device)
 
-    def _controls(self, **controls: float | int | None) -> dict:
-        """Keep the controls the model supports; asking a model for one it lacks is an error."""
-        asked = {k: v for k, v in controls.items() if v is not None}
+    def controls(self, refine_steps: int | None = None, temperature: float | None = None, speed: float | None = None,
+                 pitch_shift: float | None = None) -> dict[str, float | int]:
+        """The given controls as `infer` keywords; asking a model for one it lacks is a ValueError."""
+        asked = {k: v for k, v in dict(refine_steps=refine_steps, temperature=temperature, speed=speed,
+                                       pitch_shift=pitch_shift).items() if v is not None}
         unsupported = sorted(set(asked) - self._infer_args)
         if unsupported:
-            raise ValueError(f"{type(self.model).__name__} does not support {unsupported} (a NAR control?)")
+            raise ValueError(f"{type(self.model).__name__} has no {', '.join(unsupported)} (NAR-only controls)")
         return asked
 
+    # --- the stages (each the only place its work happens) ------------------------------------------
+    def encode(self, text: str) -> list[int]:
+        """Text -> token ids of one sequence (raises UnspeakableTextError when nothing is speakable)."""
+        return self.frontend.encode(text)
+
+    def pad(self, ids: Sequence[Sequence[int]]) -> TokenBatch:
+        return pad_tokens(ids, self.device)
+
     @torch.inference_mode()
+    def mels(self, batch: TokenBatch, seed: int = 0, indices: Sequence[int] | None = None,
+             refine_steps: int | None = None, temperature: float | None = None, speed: float | None = None,
+             pitch_shift: float | None = None, forced_frames: Sequence[int] | None = None) -> MelOutput:
+        """THE acoustic-model call: tokens [B, L] -> mels [B, M, T] + mel_lengths [B] (+ the model's extras).
+
+        indices: each item's position in its run's item stream (default 0..B-1).  The NAR refiner's noise of
+        item b comes from item_noise_seed(seed, indices[b]), so an item sounds the same in any batch.  The AR
+        decoder's prenet dropout uses torch's global RNG: it is seeded from (seed, indices[0]) inside a
+        forked RNG state (batch 1 is then reproducible per item; the caller's RNG is untouched).
+        forced_frames: per-item output frames for models whose stop token / durations mean nothing (the
+        benchmark's random weights): the NAR gets evenly spread durations summing to them, the AR decodes
+        ceil(max / r) steps with its stop token disabled (so up to r - 1 frames more).
+        """
+        kwargs: dict[str, Any] = self.controls(refine_steps, temperature, speed, pitch_shift)
+        B = batch.tokens.shape[0]
+        indices = list(range(B)) if indices is None else list(indices)
+        if len(indices) != B:
+            raise ValueError(f"{len(indices)} item indices for a batch of {B}")
+        if forced_frames is not None:
+            if self.autoregressive:
+                kwargs.update(max_decoder_steps=math.ceil(max(forced_frames) / self.model.r),
+                              stop_threshold=1.1)  # a probability never exceeds 1: the decoder never stops
+            elif "durations" in self._infer_args:
+                d = torch.zeros_like(batch.tokens)  # [B, L] frames per token, zero on padding
+                for b in range(B):
+                    n = int(batch.lengths[b])
+                    d[b, :n] = torch.tensor(forced_durations(n, forced_frames[b] / max(n, 1)), device=self.device)
+                kwargs["durations"] = d
+            else:
+                raise ValueError(f"{type(self.model).__name__} cannot be forced to an output length")
+        if self._seeded:
+            kwargs["noise_seeds"] = [item_noise_seed(seed, i) for i in indices]
+            return self.model.infer(batch.tokens, batch.lengths, **kwargs)
+        cuda = [torch.device(self.device)] if torch.device(self.device).type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(item_noise_seed(seed, indices[0]))
+            return self.model.infer(batch.tokens, batch.lengths, **kwargs)
+
+    @torch.inference_mode()
+    def vocode(self, mels: MelOutput) -> WaveOutput:
+        """THE vocoder call on model output: mels [B, M, T] + mel_lengths [B] -> wave [B, N] + lengths [B]."""
+        if self.vocoder is None:
+            raise ValueError("this Synthesizer was built without a vocoder (mel-only)")
+        return self.vocoder(mels.mels, mels.mel_lengths)
+
+    def _sync(self) -> None:
+        """Wait for queued CUDA work, so that a wall-clock reading covers the stage it follows."""
+        if torch.device(self.device).type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    # --- built on the stages ----------------------------------------------------------------------
+    def synthesize_items(self, texts: Sequence[str], seed: int = 0, indices: Sequence[int] | None = None,
+                         refine_steps: int | None = None, temperature: float | None = None,
+                         speed: float | None = None, pitch_shift: float | None = None) -> list[ItemResult]:
+        """Each text as ONE token sequence (no sentence split, as in training), batch 1 so that the timings
+        are per item.  indices: the items' positions in their run (default 0..n-1); pass stable ones (e.g. a
+        corpus position) so that a resumed run makes the same audio as an uninterrupted one."""
+        indices = list(range(len(texts))) if indices is None else list(indices)
+        if len(indices) != len(texts):
+            raise ValueError(f"{len(indices)} item indices for {len(texts)} texts")
+        results: list[ItemResult] = []
+        for text, index in zip(texts, indices):
+            ids = self.encode(text)
+            batch = self.pad([ids])
+            self._sync()
+            t0 = time.perf_counter()
+            out = self.mels(batch, seed=seed, indices=[index], refine_steps=refine_steps, temperature=temperature,
+                            speed=speed, pitch_shift=pitch_shift)
+            self._sync()
+            t1 = time.perf_counter()
+            waves = self.vocode(out)
+            self._sync()
+            t2 = time.perf_counter()
+            failures = getattr(out, "failures", None)
+            steps = getattr(out, "refine_steps_taken", None)
+            results.append(ItemResult(
+                text=text, wave=waves.wave[0, : int(waves.lengths[0])].float().cpu(),
+                sample_rate=self.mel_config.sample_rate, frames=int(out.mel_lengths[0]), n_tokens=len(ids),
+                mel_s=t1 - t0, vocoder_s=t2 - t1, ar_failure=failures[0] if failures else None,
+                refine_steps_taken=None if steps is None else int(steps)))
+        return results
+
     def synthesize(self, text: str, batch_size: int = 8, refine_steps: int | None = None, speed: float | None = None,
                    pitch_shift: float | None = None, progress: Callable[[int, int], None] | None = None,
                    temperature: float | None = None, seed: int = 0) -> SynthesisResult:
-        """Speak `text`, `batch_size` sentences at a time.  `seed` fixes the NAR refiner's starting noise:
-        sentence k's noise comes from item_noise_seed(seed, k), whatever the batch size, so the same call
-        gives the same audio and a sentence sounds the same alone or batched with others."""
+        """Speak `text` sentence by sentence, `batch_size` sentences at a time, `pause_s` between them.
+        `seed` fixes the NAR refiner's starting noise: sentence k's noise comes from item_noise_seed(seed, k),
+        whatever the batch size, so the same call gives the same audio and a sentence sounds the same alone
+        or batched with others."""
         t0 = time.perf_counter()
-        controls = self._controls(refine_steps=refine_steps, speed=speed, pitch_shift=pitch_shift,
-                                  temperature=temperature)
+        self.controls(refine_steps, temperature, speed, pitch_shift)  # an unsupported control: before any work
         sentences = split_sentences(text) or [text]
         encoded: list[tuple[str, list[int]]] = []
         notes: list[str] = []
         errors: list[TextError] = []
         for s in sentences:
             try:
-                encoded.append((s, self.frontend.encode(s)))
+                encoded.append((s, self.encode(s)))
             except UnspeakableTextError as e:  # e.g. a sentence of only symbols: skip it, keep the rest
                 errors.append(e)
                 notes.append(f"skipped unspeakable sentence {s!r}")
@@ -126,16 +337,15 @@ class Synthesizer:
         pieces: list[torch.Tensor] = []
         for start in range(0, len(encoded), batch_size):
             chunk = encoded[start : start + batch_size]
-            lengths = torch.tensor([len(ids) for _, ids in chunk], device=self.device)
-            tokens = torch.zeros(len(chunk), int(lengths.max()), dtype=torch.long, device=self.device)
-            for k, (_, ids) in enumerate(chunk):
-                tokens[k, : len(ids)] = torch.tensor(ids)
-            if self._seeded:  # [B] seeds by position in the sentence stream, not in the batch
-                controls["noise_seeds"] = [item_noise_seed(seed, start + k) for k in range(len(chunk))]
+            batch = self.pad([ids for _, ids in chunk])
             t1 = time.perf_counter()
-            out = self.model.infer(tokens, lengths, **controls)
+            # seeds by position in the sentence stream, not in the batch
+            out = self.mels(batch, seed=seed, indices=range(start, start + len(chunk)), refine_steps=refine_steps,
+                            temperature=temperature, speed=speed, pitch_shift=pitch_shift)
+            self._sync()
             t2 = time.perf_counter()
-            waves = self.vocoder(out.mels, out.mel_lengths)
+            waves = self.vocode(out)
+            self._sync()
             t3 = time.perf_counter()
             timings.mel_s += t2 - t1
             timings.vocoder_s += t3 - t2
