@@ -26,14 +26,16 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
     {kind: piper}                                         Piper's joe-medium voice (a peer; optional extra
                                                           `tts[peers]`): another speaker, so no MCD / F0
 
-V is anything `tts.vocoder.registry.load_vocoder` accepts (default griffin-lim).  Each corpus utterance is
-synthesised as one token sequence (as in training), with batch size 1 so that timings are per utterance.
+V is anything `tts.vocoder.registry.load_vocoder` accepts (default griffin-lim).  A system is a
+`tts.inference.SystemSpec`; an acoustic one speaks through THE inference path,
+`tts.inference.Synthesizer.synthesize_items`: each corpus utterance one token sequence (as in training),
+batch size 1 so that timings are per utterance, the NAR refiner's noise seeded from (seed, the utterance's
+position in the split), so a resumed run makes the same audio as an uninterrupted one.
 """
 
 from __future__ import annotations
 
 import gc
-import inspect
 import json
 import logging
 import math
@@ -51,11 +53,12 @@ from omegaconf import DictConfig, OmegaConf
 from data_prep.atomic import write_json_atomic
 from data_prep.corpus import CorpusError, features_path, load_features, read_metadata, read_split, wav_path
 from tts.audio import MelConfig, MelSpectrogram, save_wav
+from tts.inference import SYSTEM_KINDS, SYSTEM_VOCODER, ItemResult, SystemSpec
 
 log = logging.getLogger(__name__)
 
-KINDS = ("ground_truth", "copy", "acoustic", "piper")
-DEFAULT_VOCODER = "griffin-lim"
+KINDS = SYSTEM_KINDS
+DEFAULT_VOCODER = SYSTEM_VOCODER
 _SPEC_KEYS = {
     "ground_truth": {"kind"},
     "copy": {"kind", "vocoder"},
@@ -71,36 +74,14 @@ class EvaluationConfigError(ValueError):
 # --- systems ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class System:
-    name: str
-    kind: str
-    vocoder: str | None = None
-    checkpoint: str | None = None
-    refine_steps: int | None = None
-    temperature: float | None = None  # NAR refiner's starting-noise scale (None = the model's refine_temperature)
-
-    def spec(self) -> dict[str, Any]:
-        """What made the wavs (stored in each sidecar; a different spec means resynthesis)."""
-        return {"kind": self.kind, "vocoder": self.vocoder, "checkpoint": self.checkpoint,
-                "refine_steps": self.refine_steps, "temperature": self.temperature}
-
-    def identity(self) -> dict[str, Any]:
-        """spec + the checkpoint's mtime: a retrained `last.ckpt` is a different system (resynthesised)."""
-        ident = self.spec()
-        if self.checkpoint is not None and Path(self.checkpoint).is_file():
-            ident["checkpoint_mtime_ns"] = Path(self.checkpoint).stat().st_mtime_ns
-        return ident
-
-
-def parse_systems(node: Any) -> list[System]:
-    """The `systems` mapping -> System list (nar_ks expanded); every check happens before any work."""
+def parse_systems(node: Any) -> list[SystemSpec]:
+    """The `systems` mapping -> SystemSpec list (nar_ks expanded); every check happens before any work."""
     if node is None:
         raise EvaluationConfigError("no systems to evaluate: set `systems` in conf/evaluate.yaml")
     raw = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
     if not isinstance(raw, dict):
         raise EvaluationConfigError(f"`systems` must be a mapping name -> {{kind: ...}}, got {type(raw).__name__}")
-    systems: list[System] = []
+    systems: list[SystemSpec] = []
     for name, spec in raw.items():
         name = str(name)
         if spec is None:  # `systems.ar=null` drops a default system
@@ -116,11 +97,11 @@ def parse_systems(node: Any) -> list[System]:
             raise EvaluationConfigError(
                 f"system {name!r} (kind {kind}): unknown keys {unknown}; allowed: {sorted(_SPEC_KEYS[kind])}")
         if kind in ("ground_truth", "piper"):
-            systems.append(System(name, kind))
+            systems.append(SystemSpec(name, kind))
             continue
         vocoder = str(spec.get("vocoder") or DEFAULT_VOCODER)
         if kind == "copy":
-            systems.append(System(name, kind, vocoder=vocoder))
+            systems.append(SystemSpec(name, kind, vocoder=vocoder))
             continue
         ckpt = spec.get("checkpoint")
         if not ckpt:
@@ -141,10 +122,10 @@ def parse_systems(node: Any) -> list[System]:
             if not ks:
                 raise EvaluationConfigError(f"system {name!r}: nar_ks is empty")
             for k in ks:
-                systems.append(System(f"{name}_k{_steps(name, k)}", kind, vocoder, str(ckpt), _steps(name, k), temp))
+                systems.append(SystemSpec(f"{name}_k{_steps(name, k)}", kind, vocoder, str(ckpt), _steps(name, k), temp))
         else:
             k = spec.get("refine_steps")
-            systems.append(System(name, kind, vocoder, str(ckpt), None if k is None else _steps(name, k), temp))
+            systems.append(SystemSpec(name, kind, vocoder, str(ckpt), None if k is None else _steps(name, k), temp))
     names = [s.name for s in systems]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -222,10 +203,10 @@ def _write(out: Path, uid: str, wave: torch.Tensor, sr: int, info: dict) -> None
     save_wav(out / f"{uid}.wav", wave, sr)
 
 
-def synthesise_system(system: System, refs: list[Reference], data_root: Path, out: Path, device: str,
+def synthesise_system(system: SystemSpec, refs: list[Reference], data_root: Path, out: Path, device: str,
                       seed: int, overwrite: bool) -> int:
     """Write out/ID.wav + out/ID.json for every reference not done yet; returns how many were made."""
-    spec = system.identity()
+    spec = system.identity(seed)
     todo = [r for r in refs if not _is_done(out, r.id, spec, overwrite)]
     if not todo:
         log.info("%s: all %d wavs present, skipped", system.name, len(refs))
@@ -245,11 +226,12 @@ def synthesise_system(system: System, refs: list[Reference], data_root: Path, ou
     elif system.kind == "piper":
         _piper_synthesis(todo, out, spec)
     else:
-        _acoustic_synthesis(system, todo, out, device, seed, spec)
+        position = {r.id: k for k, r in enumerate(refs)}  # an utterance's noise index: stable when resumed
+        _acoustic_synthesis(system, todo, [position[r.id] for r in todo], out, device, seed, spec)
     return len(todo)
 
 
-def _copy_synthesis(system: System, todo: list[Reference], data_root: Path, out: Path, device: str,
+def _copy_synthesis(system: SystemSpec, todo: list[Reference], data_root: Path, out: Path, device: str,
                     spec: dict) -> None:
     from tts.vocoder.registry import load_vocoder
 
@@ -290,47 +272,32 @@ def _piper_synthesis(todo: list[Reference], out: Path, spec: dict) -> None:
         })
 
 
-def _acoustic_synthesis(system: System, todo: list[Reference], out: Path, device: str, seed: int,
-                        spec: dict) -> None:
-    from tts.inference import Synthesizer
+def _acoustic_synthesis(system: SystemSpec, todo: list[Reference], indices: list[int], out: Path, device: str,
+                        seed: int, spec: dict) -> None:
+    """Through THE inference path (tts.inference.Synthesizer.synthesize_items): each utterance one token
+    sequence, batch 1; written one by one so that an interrupted run keeps what it made."""
+    try:
+        synth = system.synthesizer(device)
+    except ValueError as e:  # a control the model lacks (K on an AR), an unknown vocoder name
+        raise EvaluationConfigError(f"system {system.name!r} ({system.checkpoint}): {e}") from e
+    mc = synth.mel_config
+    for r, index in zip(todo, indices):
+        [item] = system.synthesize_items(synth, [r.text], seed=seed, indices=[index])
+        _write(out, r.id, item.wave, item.sample_rate, _item_info(item, spec, mc.hop_length, type(synth.model).__name__))
+    del synth
 
-    synth = Synthesizer.from_paths(system.checkpoint, system.vocoder, device)
-    model, frontend, vocoder, mc = synth.model, synth.frontend, synth.vocoder, synth.mel_config
-    controls = {}
-    if system.refine_steps is not None:
-        if "refine_steps" not in inspect.signature(model.infer).parameters:
-            raise EvaluationConfigError(
-                f"system {system.name!r}: {type(model).__name__} ({system.checkpoint}) has no refine_steps "
-                "(refine_steps / nar_ks are for NAR checkpoints)")
-        controls["refine_steps"] = system.refine_steps
-    if system.temperature is not None:
-        if "temperature" not in inspect.signature(model.infer).parameters:
-            raise EvaluationConfigError(f"system {system.name!r}: {type(model).__name__} has no temperature (NAR only)")
-        controls["temperature"] = system.temperature
-    for r in todo:
-        ids = frontend.encode(r.text)
-        tokens = torch.tensor([ids], dtype=torch.long, device=device)
-        lengths = torch.tensor([len(ids)], device=device)
-        torch.manual_seed(seed)  # the refiner's starting noise: reproducible per utterance
-        with torch.inference_mode():
-            t0 = time.perf_counter()
-            o = model.infer(tokens, lengths, **controls)
-            t1 = time.perf_counter()
-            w = vocoder(o.mels, o.mel_lengths)
-            t2 = time.perf_counter()
-        wave = w.wave[0, : int(w.lengths[0])].float().cpu()
-        info = {"system": spec, "sample_rate": mc.sample_rate, "frames": int(o.mel_lengths[0]),
-                "hop_length": mc.hop_length, "n_tokens": len(ids), "mel_s": t1 - t0,
-                "vocoder_s": t2 - t1, "model": type(model).__name__}
-        failures = getattr(o, "failures", None)
-        if failures:
-            f = failures[0]
-            info["ar_failure"] = {"ok": bool(f.ok), "no_stop": bool(f.no_stop), "skip": bool(f.skip),
-                                  "repeat": bool(f.repeat), "low_coverage": bool(f.low_coverage)}
-        if getattr(o, "refine_steps_taken", None) is not None:
-            info["refine_steps_taken"] = int(o.refine_steps_taken)
-        _write(out, r.id, wave, mc.sample_rate, info)
-    del synth, model, vocoder
+
+def _item_info(item: ItemResult, spec: dict, hop_length: int, model: str) -> dict:
+    """The sidecar of one synthesised utterance: what made it, its frames, timings and verdicts."""
+    info = {"system": spec, "sample_rate": item.sample_rate, "frames": item.frames, "hop_length": hop_length,
+            "n_tokens": item.n_tokens, "mel_s": item.mel_s, "vocoder_s": item.vocoder_s, "model": model}
+    f = item.ar_failure
+    if f is not None:
+        info["ar_failure"] = {"ok": bool(f.ok), "no_stop": bool(f.no_stop), "skip": bool(f.skip),
+                              "repeat": bool(f.repeat), "low_coverage": bool(f.low_coverage)}
+    if item.refine_steps_taken is not None:
+        info["refine_steps_taken"] = item.refine_steps_taken
+    return info
 
 
 # --- phase 2: scoring ---------------------------------------------------------------------------
@@ -373,7 +340,7 @@ def _finite(x) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
-def score_utterance(system: System, r: Reference, out: Path, cfg: DictConfig, judges: Judges) -> dict:
+def score_utterance(system: SystemSpec, r: Reference, out: Path, cfg: DictConfig, judges: Judges) -> dict:
     metrics = cfg.metrics
     wave, sr = _read_wav(out / f"{r.id}.wav")
     side = _sidecar(out, r.id)
@@ -447,7 +414,7 @@ def score_utterance(system: System, r: Reference, out: Path, cfg: DictConfig, ju
     return row
 
 
-def corpus_asr(system: System, refs: list[Reference], judges: Judges) -> dict | None:
+def corpus_asr(system: SystemSpec, refs: list[Reference], judges: Judges) -> dict | None:
     """Corpus-level CER/WER (total edits / total reference length) of one system."""
     if judges.asr is None:
         return None
@@ -460,7 +427,7 @@ def corpus_asr(system: System, refs: list[Reference], judges: Judges) -> dict | 
     return {"cer": s.cer, "wer": s.wer, "n": s.n}
 
 
-def write_outputs(per_system: dict, corpus: dict, systems: list[System], cfg: DictConfig, out_dir: Path):
+def write_outputs(per_system: dict, corpus: dict, systems: list[SystemSpec], cfg: DictConfig, out_dir: Path):
     from tts.evaluation.report import write_report
 
     title = f"Evaluation on {cfg.data_root} split {cfg.split} ({len(next(iter(per_system.values())))} utterances)"
