@@ -5,8 +5,10 @@
 
 Each DIR holds ID.wav for the same held-out sentence IDs; the common IDs are used (a random --n of
 them).  Or let the builder synthesise them: --data DIR [--split test] picks --n held-out sentences,
---synth NAME=CHECKPOINT[,vocoder=V][,k=K] (repeatable) speaks them through each system into
-TESTDIR/sources/NAME/, and --with-ground-truth adds the corpus recordings as the hidden reference "gt":
+--synth NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T] (repeatable; a tts.inference.SystemSpec) speaks
+them through each system by THE inference path, as recipes.evaluate does (one token sequence per sentence,
+seeded by --seed), into TESTDIR/sources/NAME/, and --with-ground-truth adds the corpus recordings as the
+hidden reference "gt":
 
     python -m recipes.listening_test build --data data/slt --with-ground-truth \
         --synth ar=checkpoints/ar.pt --synth nar_k4=checkpoints/nar.pt,k=4 --out TESTDIR --mos See tts/listening/build.py for the
@@ -35,7 +37,7 @@ def synthesised_systems(args: argparse.Namespace) -> dict[str, Path]:
     for spec in args.synth:
         system = parse_synth(spec)
         try:
-            out[system.name] = synthesise_folder(system, sentences, args.out / "sources" / system.name)
+            out[system.name] = synthesise_folder(system, sentences, args.out / "sources" / system.name, args.seed)
         except CheckpointError as e:
             raise ValueError(str(e)) from e
         print(f"synthesised {len(sentences)} sentences with {system.name}")
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="make TESTDIR/test.json and TESTDIR/audio/ from audio folders")
     b.add_argument("--systems", nargs="+", default=[], metavar="NAME=DIR")
-    b.add_argument("--synth", action="append", default=[], metavar="NAME=CKPT[,vocoder=V][,k=K]",
+    b.add_argument("--synth", action="append", default=[], metavar="NAME=CKPT[,vocoder=V][,k=K][,temperature=T]",
                    help="synthesise the held-out sentences of --data with this system")
     b.add_argument("--data", type=Path, default=None, help="corpus for --synth / --with-ground-truth")
     b.add_argument("--split", default="test")

@@ -3,39 +3,42 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 from data_prep.corpus import read_metadata, read_split, wav_path
 from tts.audio import save_wav
+from tts.inference import SYSTEM_VOCODER, SystemSpec
 
 
-@dataclass
-class SynthSystem:
-    name: str
-    checkpoint: Path
-    vocoder: str = "griffin-lim"
-    refine_steps: int | None = None
-
-
-def parse_synth(spec: str) -> SynthSystem:
-    """NAME=CHECKPOINT[,vocoder=V][,k=K]  e.g. nar_k4=checkpoints/nar.pt,vocoder=hifigan,k=4"""
+def parse_synth(spec: str) -> SystemSpec:
+    """NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T] -> an acoustic SystemSpec (the evaluation's type);
+    e.g. nar_k4=checkpoints/nar.pt,vocoder=hifigan,k=4"""
     if "=" not in spec:
-        raise ValueError(f"bad --synth {spec!r}: expected NAME=CHECKPOINT[,vocoder=V][,k=K]")
+        raise ValueError(f"bad --synth {spec!r}: expected NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T]")
     name, rest = spec.split("=", 1)
     path, *opts = rest.split(",")
-    system = SynthSystem(name.strip(), Path(path))
+    fields: dict[str, str | int | float] = {"vocoder": SYSTEM_VOCODER}
     for opt in opts:
         key, _, value = opt.partition("=")
         if key == "vocoder" and value:
-            system.vocoder = value
+            fields["vocoder"] = value
         elif key == "k" and value.isdigit():
-            system.refine_steps = int(value)
+            fields["refine_steps"] = int(value)
+        elif key == "temperature" and _is_number(value) and float(value) >= 0:
+            fields["temperature"] = float(value)
         else:
-            raise ValueError(f"bad option {opt!r} in --synth {spec!r} (known: vocoder=V, k=K)")
+            raise ValueError(f"bad option {opt!r} in --synth {spec!r} (known: vocoder=V, k=K, temperature=T)")
     if not name.strip():
         raise ValueError(f"bad --synth {spec!r}: empty name")
-    return system
+    return SystemSpec(name.strip(), "acoustic", checkpoint=path, **fields)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def pick_sentences(data_root: Path, split: str, n: int, seed: int) -> dict[str, str]:
@@ -49,17 +52,18 @@ def pick_sentences(data_root: Path, split: str, n: int, seed: int) -> dict[str, 
     return {i: texts[i] for i in sorted(ids[:n])}
 
 
-def synthesise_folder(system: SynthSystem, sentences: dict[str, str], out_dir: Path) -> Path:
-    """out_dir/ID.wav for each sentence through `system`; existing files are kept (resumable)."""
-    from tts.inference import Synthesizer
-
+def synthesise_folder(system: SystemSpec, sentences: dict[str, str], out_dir: Path, seed: int = 0) -> Path:
+    """out_dir/ID.wav for each sentence through `system`, by THE inference path as `recipes.evaluate` makes
+    its wavs (Synthesizer.synthesize_items: one token sequence per sentence, noise seeded from (seed, the
+    sentence's position among `sentences`)); existing files are kept (resumable)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    todo = {i: t for i, t in sentences.items() if not (out_dir / f"{i}.wav").is_file()}
+    position = {uid: k for k, uid in enumerate(sentences)}
+    todo = [uid for uid in sentences if not (out_dir / f"{uid}.wav").is_file()]
     if todo:
-        synth = Synthesizer.from_paths(system.checkpoint, system.vocoder)
-        for uid, text in todo.items():
-            result = synth.synthesize(text, refine_steps=system.refine_steps)
-            save_wav(out_dir / f"{uid}.wav", result.wave, result.sample_rate)
+        synth = system.synthesizer()
+        for uid in todo:
+            [item] = system.synthesize_items(synth, [sentences[uid]], seed=seed, indices=[position[uid]])
+            save_wav(out_dir / f"{uid}.wav", item.wave, item.sample_rate)
     return out_dir
 
 
