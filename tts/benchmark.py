@@ -36,7 +36,8 @@ from tts.bench.peers import (FESTIVAL_VOICE, PEER_TINY, _cfg_get, build_sb_fasts
                              build_sb_tacotron2, festival_available, festival_once, run_peers)
 from tts.bench.report import _ms, make_plots, to_markdown  # noqa: F401
 from tts.bench.systems import (DEFAULT_FRAMES_PER_SYMBOL, System, build_random_checkpoint,  # noqa: F401
-                               build_vocoder, forced_durations, is_random_checkpoint, n_params, pad_batch)
+                               build_vocoder, is_random_checkpoint, n_params)
+from tts.inference import forced_durations, pad_tokens  # noqa: F401
 from tts.bench.texts import FIRST_AUDIO_TEXT, SENTENCES, TextPool  # noqa: F401
 from tts.bench.timing import Bench, BenchmarkError, check_device, machine_facts, make_sync, median  # noqa: F401
 

@@ -18,9 +18,10 @@ from tts.bench.memory import run_memory_probe_subprocess
 from tts.bench.peers import run_peers
 from tts.bench.report import make_plots, to_markdown
 from tts.bench.systems import (DEFAULT_FRAMES_PER_SYMBOL, System, build_random_checkpoint, build_vocoder,
-                               is_random_checkpoint, n_params, pad_batch)
+                               is_random_checkpoint, n_params)
 from tts.bench.texts import FIRST_AUDIO_TEXT, SENTENCES, TextPool
 from tts.bench.timing import Bench, BenchmarkError, check_device, machine_facts, median
+from tts.inference import Synthesizer
 
 
 # --------------------------------------------------------------------------------------------------
@@ -124,8 +125,10 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
     vocoder = build_vocoder(args.vocoder, mel_config, device)
     hop, sr = mel_config.hop_length, mel_config.sample_rate
 
-    systems = [System("ar", "ar", None, loaded["ar"].model, forced)]
-    systems += [System(f"nar_k{k}", "nar", k, loaded["nar"].model, forced) for k in args.ks]
+    # every system speaks through THE inference path's stages (tts.inference.Synthesizer), timed one by one
+    synths = {kind: Synthesizer(loaded[kind], vocoder, device) for kind in ("ar", "nar")}
+    systems = [System("ar", "ar", None, synths["ar"], forced)]
+    systems += [System(f"nar_k{k}", "nar", k, synths["nar"], forced) for k in args.ks]
     models_info = {
         "ar": {"source": sources["ar"], "params": n_params(loaded["ar"].model), "random": random_models["ar"],
                "reduction_factor": loaded["ar"].model.r, "length_mode": "forced" if forced else "free (stop token)"},
@@ -153,16 +156,16 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
                 t0 = time.perf_counter()
                 for x in used:  # the frontend's real work (uncached); the ids are then cut to n symbols
                     pool.frontend.encode(x)
-                tokens, lengths = pad_batch([ids], device)
+                batch = s.synth.pad([ids])
                 bench.sync()
                 t1 = time.perf_counter()
-                mels, mel_lengths = s.run(tokens, lengths, frames)
+                out = s.run(batch, frames)
                 bench.sync()
                 t2 = time.perf_counter()
-                w = vocoder(mels, mel_lengths)
+                w = s.synth.vocode(out)
                 bench.sync()
                 t3 = time.perf_counter()
-                return (t1 - t0, t2 - t1, t3 - t2, t3 - t0, int(mel_lengths[0]), int(w.lengths[0]))
+                return (t1 - t0, t2 - t1, t3 - t2, t3 - t0, int(out.mel_lengths[0]), int(w.lengths[0]))
 
             for s in systems:
                 pipeline(s)  # warm-up
@@ -206,10 +209,8 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
                 t0 = time.perf_counter()
                 first, audio = None, 0
                 for sent in sentences:
-                    ids = pool.frontend.encode(sent)
-                    tokens, lengths = pad_batch([ids], device)
-                    mels, mel_lengths = s.run(tokens, lengths, [frames_for(len(ids))] if forced else None)
-                    w = vocoder(mels, mel_lengths)
+                    ids = s.synth.encode(sent)
+                    w = s.synth.vocode(s.run(s.synth.pad([ids]), [frames_for(len(ids))] if forced else None))
                     bench.sync()
                     audio += int(w.lengths[0])
                     if first is None:
@@ -230,12 +231,11 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
     with torch.inference_mode():
         for s in systems:
             for bsz in args.batch_sizes:
-                tokens, lengths = pad_batch(batch_ids[:bsz], device)
+                tokens = s.synth.pad(batch_ids[:bsz])
                 frames = [frames_for(batch_len)] * bsz if forced else None
 
                 def batch():
-                    mels, mel_lengths = s.run(tokens, lengths, frames)
-                    w = vocoder(mels, mel_lengths)
+                    w = s.synth.vocode(s.run(tokens, frames))
                     return int(w.lengths.sum())
 
                 samples, times = bench.timeit(batch)
@@ -271,14 +271,13 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
     mel_images = {}
     with torch.inference_mode():
         ids = pool.encode(SENTENCES[0])
-        tokens, lengths = pad_batch([ids], device)
         fr = [frames_for(len(ids))] if forced else None
         picks = [systems[0]] + ([systems[1]] if len(systems) > 1 else [])
         if len(systems) > 2:
             picks.append(max(systems[1:], key=lambda s: s.k))
         for s in picks:
-            mels, ml = s.run(tokens, lengths, fr)
-            mel_images[s.name] = mels[0, :, : int(ml[0])].float().cpu()
+            out = s.run(s.synth.pad([ids]), fr)
+            mel_images[s.name] = out.mels[0, :, : int(out.mel_lengths[0])].float().cpu()
 
     result = {
         "meta": {

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from tts.bench.systems import System, build_vocoder, pad_batch
+from tts.bench.systems import System, build_vocoder
 from tts.bench.timing import make_sync
 
 
@@ -70,10 +70,13 @@ def memory_probe(spec: dict[str, Any]) -> dict[str, Any]:
             mel = (torch.randn(1, mel_config.n_mels, frames, generator=g) - 6.0).to(device)
             fn = lambda: voc(mel, torch.tensor([frames], device=device))  # noqa: E731
         else:
-            loaded = checkpoint.load(spec["checkpoint"], device)
-            system = System(spec["system"], spec["kind"], spec.get("k"), loaded.model, bool(spec["forced"]))
-            tokens, lengths = pad_batch([spec["tokens"]], device)
-            fn = lambda: system.run(tokens, lengths, [int(spec["frames"])])  # noqa: E731
+            from tts.inference import Synthesizer
+
+            # mel-only (no vocoder): the acoustic model's own memory, through THE inference path's mel stage
+            synth = Synthesizer(checkpoint.load(spec["checkpoint"], device), None, device)
+            system = System(spec["system"], spec["kind"], spec.get("k"), synth, bool(spec["forced"]))
+            batch = synth.pad([spec["tokens"]])
+            fn = lambda: system.run(batch, [int(spec["frames"])])  # noqa: E731
         sync()
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()

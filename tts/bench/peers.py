@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from tts.bench.systems import forced_durations, n_params, pad_batch
+from tts.bench.systems import n_params
+from tts.inference import forced_durations, pad_tokens
 from tts.bench.timing import Bench, median
 
 FESTIVAL_VOICE = "voice_cmu_us_slt_arctic_hts"
@@ -186,7 +187,8 @@ def run_peers(args, bench: Bench, loaded, texts, mel_latency, e2e, tmp: Path, lo
             with torch.inference_mode():
                 for n in args.lengths:
                     ids = texts[n][1]
-                    tokens, lengths = pad_batch([ids], device)
+                    padded = pad_tokens([ids], device)
+                    tokens, lengths = padded.tokens, padded.lengths
                     frames = mel_latency[ref][str(n)]["frames"]  # the same output length as our NAR
                     if kind == "ar":
                         r = kwargs["n_frames_per_step"]

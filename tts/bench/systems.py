@@ -1,22 +1,19 @@
-"""Building/loading the AR/NAR/vocoder systems under test, random models and forced output lengths."""
+"""Building/loading the AR/NAR/vocoder systems under test and random models.  The synthesis itself, forced
+output lengths included, is THE inference path's (tts.inference.Synthesizer stages)."""
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from tts.inference import Synthesizer, TokenBatch
+from tts.models.outputs import MelOutput
+
 DEFAULT_FRAMES_PER_SYMBOL = 6.0  # ~86 frames/s (hop 256 @ 22.05 kHz) over ~14 symbols/s of speech
-
-
-def forced_durations(n_symbols: int, fps: float) -> list[int]:
-    """Integer frames per symbol summing to round(n * fps), spread evenly."""
-    edges = [round(i * fps) for i in range(n_symbols + 1)]
-    return [max(b - a, 0) for a, b in zip(edges[:-1], edges[1:])]
 
 
 def n_params(model: torch.nn.Module) -> int:
@@ -68,38 +65,17 @@ def build_vocoder(name: str, mel_config, device: str):
 
 @dataclass
 class System:
-    """One mel generator under test: `run(tokens, lengths, frames|None) -> (mels, mel_lengths)`."""
+    """One mel generator under test: a Synthesizer at NAR refine steps `k` (None for the AR), its output
+    length forced (random weights) or free."""
 
     name: str
     kind: str  # "ar" | "nar"
     k: int | None
-    model: torch.nn.Module
+    synth: Synthesizer
     forced: bool
 
-    def run(self, tokens: torch.Tensor, lengths: torch.Tensor, frames: list[int] | None):
-        if self.kind == "ar":
-            if self.forced:
-                assert frames is not None
-                steps = math.ceil(max(frames) / self.model.r)
-                out = self.model.infer(tokens, lengths, max_decoder_steps=steps, stop_threshold=1.1)  # never stops
-            else:
-                out = self.model.infer(tokens, lengths)
-            return out.mels, out.mel_lengths
-        kwargs: dict[str, Any] = {"refine_steps": self.k}
-        if self.forced:
-            assert frames is not None
-            d = torch.zeros_like(tokens)
-            for b in range(tokens.shape[0]):
-                n = int(lengths[b])
-                d[b, :n] = torch.tensor(forced_durations(n, frames[b] / max(n, 1)), device=tokens.device)
-            kwargs["durations"] = d
-        out = self.model.infer(tokens, lengths, **kwargs)
-        return out.mels, out.mel_lengths
-
-
-def pad_batch(ids_list: list[list[int]], device: str) -> tuple[torch.Tensor, torch.Tensor]:
-    lengths = torch.tensor([len(x) for x in ids_list], device=device)
-    tokens = torch.zeros(len(ids_list), int(lengths.max()), dtype=torch.long, device=device)
-    for b, ids in enumerate(ids_list):
-        tokens[b, : len(ids)] = torch.tensor(ids, device=device)
-    return tokens, lengths
+    def run(self, batch: TokenBatch, frames: list[int] | None) -> MelOutput:
+        """The Synthesizer's mel stage; `frames` [B] are the forced output lengths when `forced`."""
+        if self.forced and frames is None:
+            raise ValueError(f"system {self.name}: forced output length but no frames given")
+        return self.synth.mels(batch, refine_steps=self.k, forced_frames=frames if self.forced else None)
