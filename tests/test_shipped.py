@@ -90,3 +90,31 @@ def test_a_model_not_shipped_is_a_clear_error(tmp_path: Path):
         out = tmp_path / f"{model}.wav"
         r = run("--model", model, "--text", "Hello.", "--out", str(out))
         assert r.returncode == 4 and f"no shipped '{model}' model" in r.stderr and not out.exists()
+
+
+def test_shipped_inference_settings_live_in_default_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """K, temperature and vocoder of the shipped voice are read from checkpoints/default.json by every
+    Synthesizer built on a shipped checkpoint (the one inference path), not only from inside the .pt."""
+    import tts.inference as inference
+
+    defaults = shipped_defaults()
+    assert defaults["vocoder"] in ("source-filter", "griffin-lim", "hifigan")
+    nar_path = CHECKPOINT_DIR / "nar.pt"
+    synth = inference.Synthesizer.from_paths(nar_path, "griffin-lim")
+    assert synth.controls() == defaults["controls"]["nar"]
+    # the release wrote the same values into the file's own config (for copies of it elsewhere)
+    cfg = checkpoint.load(nar_path).meta.model_config
+    assert (cfg["refine_steps"], cfg["refine_temperature"]) == (defaults["controls"]["nar"]["refine_steps"],
+                                                                 defaults["controls"]["nar"]["temperature"])
+    # editing the visible file changes what the shipped model does; a caller's control still wins
+    edited = tmp_path / "default.json"
+    edited.write_text(json.dumps({**defaults, "controls": {"nar": {"refine_steps": 0}}}))
+    monkeypatch.setattr(inference, "DEFAULTS_FILE", edited)
+    synth = inference.Synthesizer.from_paths(nar_path, "griffin-lim")
+    batch = synth.pad([synth.encode("Hello there.")])
+    assert synth.mels(batch).refine_steps_taken == 0
+    assert synth.mels(batch, refine_steps=1).refine_steps_taken == 1
+    # a checkpoint outside checkpoints/ speaks with its own stored defaults
+    copy = tmp_path / "nar.pt"
+    copy.write_bytes(nar_path.read_bytes())
+    assert inference.Synthesizer.from_paths(copy, "griffin-lim").controls() == {}

@@ -65,11 +65,29 @@ class SynthesisResult:
         return self.timings.total_s / max(self.seconds, 1e-9)
 
 
-def shipped_defaults() -> dict[str, str]:
-    """checkpoints/default.json: which shipped acoustic model ("nar"/"ar") and vocoder are the default."""
+def shipped_defaults() -> dict[str, Any]:
+    """checkpoints/default.json, THE visible file of the shipped inference settings (written by
+    recipes.release): "acoustic" (the default shipped model, "nar"/"ar"), "vocoder" (the default vocoder) and
+    "controls" (per shipped model name: the inference controls it speaks with, e.g. {"nar": {"refine_steps":
+    2, "temperature": 0.667}}), which every Synthesizer built on a shipped checkpoint applies."""
     if not DEFAULTS_FILE.is_file():
         raise CheckpointError(f"no shipped defaults: {DEFAULTS_FILE} is missing")
-    return json.loads(DEFAULTS_FILE.read_text())
+    try:
+        defaults = json.loads(DEFAULTS_FILE.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} are not valid JSON: {e}") from e
+    if not isinstance(defaults, dict) or not {"acoustic", "vocoder"} <= set(defaults):
+        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} must name 'acoustic' and 'vocoder'")
+    return defaults
+
+
+def shipped_controls(acoustic_path: str | Path) -> dict[str, Any]:
+    """default.json's controls for a shipped acoustic file (checkpoints/NAME.pt); {} for any other file,
+    which speaks with the defaults stored in its own model config."""
+    path = Path(acoustic_path).resolve()
+    if path.parent != CHECKPOINT_DIR.resolve():
+        return {}
+    return dict((shipped_defaults().get("controls") or {}).get(path.stem) or {})
 
 
 def shipped_checkpoint(model: str) -> Path:
@@ -188,7 +206,7 @@ class Synthesizer:
     alone); `vocode` then raises."""
 
     def __init__(self, acoustic: checkpoint.LoadedCheckpoint, vocoder: Vocoder | None, device: str = "cpu",
-                 pause_s: float = 0.25) -> None:
+                 pause_s: float = 0.25, default_controls: dict[str, Any] | None = None) -> None:
         if acoustic.meta.kind != "acoustic":
             raise CheckpointError(f"expected an acoustic checkpoint, got kind {acoustic.meta.kind!r}")
         if vocoder is not None:
@@ -204,17 +222,24 @@ class Synthesizer:
         self._seeded = "noise_seeds" in self._infer_args  # models that draw noise (the NAR refiner)
         # an AR decoder (Tacotron 2) takes a step limit and draws its prenet dropout from torch's global RNG
         self.autoregressive = "max_decoder_steps" in self._infer_args
+        # controls applied where a caller gives none (a shipped model's, from checkpoints/default.json)
+        self.default_controls = dict(default_controls or {})
+        self.controls()  # a default control the model lacks is an error here, not at the first sentence
 
     @classmethod
     def from_paths(cls, acoustic_path: str | Path, vocoder: str, device: str = "cpu") -> "Synthesizer":
+        """A shipped checkpoint (checkpoints/NAME.pt) speaks with default.json's controls for NAME."""
         acoustic = checkpoint.load(acoustic_path, device)
-        return cls(acoustic, load_vocoder(vocoder, acoustic.mel_config, device=device), device)
+        return cls(acoustic, load_vocoder(vocoder, acoustic.mel_config, device=device), device,
+                   default_controls=shipped_controls(acoustic_path))
 
     def controls(self, refine_steps: int | None = None, temperature: float | None = None, speed: float | None = None,
                  pitch_shift: float | None = None) -> dict[str, float | int]:
-        """The given controls as `infer` keywords; asking a model for one it lacks is a ValueError."""
-        asked = {k: v for k, v in dict(refine_steps=refine_steps, temperature=temperature, speed=speed,
+        """The given controls (else the default ones) as `infer` keywords; asking a model for one it lacks
+        is a ValueError."""
+        given = {k: v for k, v in dict(refine_steps=refine_steps, temperature=temperature, speed=speed,
                                        pitch_shift=pitch_shift).items() if v is not None}
+        asked = {**self.default_controls, **given}
         unsupported = sorted(set(asked) - self._infer_args)
         if unsupported:
             raise ValueError(f"{type(self.model).__name__} has no {', '.join(unsupported)} (NAR-only controls)")
