@@ -133,6 +133,12 @@ def load_weights(model: nn.Module, raw: dict[str, Any], error: str) -> None:
     """Copy a checkpoint's weights into `model` as float32 (release files store fp16); a weight that
     does not fit raises CheckpointError(`error`: details)."""
     sd = {k: v.float() if v.is_floating_point() else v for k, v in model_state_dict(raw).items()}
+    # A NaN/inf weight (a flipped byte, a diverged run) makes NaN audio that a wav writer turns into a
+    # full-scale DC click in every sample: such a file is corrupt, whatever its structure says.
+    bad = [k for k, v in sd.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise CheckpointError(f"{error}: corrupt: non-finite (NaN/inf) values in {len(bad)} weight tensor(s): {shown}")
     try:
         model.load_state_dict(sd)
     except RuntimeError as e:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,11 +30,59 @@ from tts.models.outputs import MelOutput
 from tts.models.refiner import item_noise_seed
 from tts.paths import CHECKPOINT_DIR
 from tts.text import TextFrontend, split_sentences
-from tts.text.errors import TextError, UnspeakableTextError
+from tts.text.errors import TextError, TextTooLongError, UnspeakableTextError
 from tts.vocoder.base import Vocoder, WaveOutput
 from tts.vocoder.registry import load_vocoder
 
 DEFAULTS_FILE = CHECKPOINT_DIR / "default.json"
+
+# The range each inference control is meaningful in (inclusive; None = unbounded).  Outside it a model
+# makes silence or non-finite audio (a pitch shift of 100 semitones puts F0 above Nyquist; NaN/inf
+# propagate into every sample), so a value outside is refused before any work.
+CONTROL_RANGES: dict[str, tuple[float, float | None]] = {
+    "refine_steps": (0, None), "temperature": (0.0, 2.0), "speed": (0.1, 10.0), "pitch_shift": (-12.0, 12.0)}
+
+
+def check_controls(controls: dict[str, Any]) -> None:
+    """ValueError naming the first control that is not finite or lies outside CONTROL_RANGES."""
+    for name, value in controls.items():
+        if name not in CONTROL_RANGES or value is None:
+            continue
+        low, high = CONTROL_RANGES[name]
+        if not math.isfinite(float(value)) or value < low or (high is not None and value > high):
+            allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
+            raise ValueError(f"{name} must be a finite number in {allowed}, got {value!r}")
+
+
+class SynthesisError(RuntimeError):
+    """A sentence could not be made into acceptable audio: non-finite samples (never written), or an AR
+    attention failure that survived its retries when the caller asked failures to be errors."""
+
+
+# Clause boundaries a too-long sentence is cut at, strongest first: semicolons and colons, then commas,
+# brackets and dashes, then before a conjunction or relative word, then any space (a word boundary).
+_CLAUSE_BREAKS = (
+    re.compile(r"[;:]\s+"),
+    re.compile(r"[,)\]\u2014\u2013]\s+|\s+(?:--?|\u2014|\u2013)\s+"),
+    re.compile(r"\s+(?=(?:and|but|or|nor|so|yet|because|although|though|whereas|while|which|who|where|when|"
+               r"that|if|then)\b)", re.IGNORECASE),
+    re.compile(r"\s+"),
+)
+
+
+def split_clause(text: str) -> tuple[str, str] | None:
+    """`text` cut in two at its strongest clause boundary nearest the middle (a character cut in a text
+    without spaces); None for text too short to cut.  Used on sentences the model cannot speak whole."""
+    for pattern in _CLAUSE_BREAKS:
+        cuts = [m.end() for m in pattern.finditer(text) if m.start() > 0 and m.end() < len(text)]
+        cuts = [c for c in cuts if text[:c].strip() and text[c:].strip()]
+        if cuts:
+            cut = min(cuts, key=lambda c: abs(c - len(text) / 2))
+            return text[:cut].strip(), text[cut:].strip()
+    if len(text.strip()) < 2:
+        return None
+    middle = len(text) // 2
+    return text[:middle].strip(), text[middle:].strip()
 
 
 @dataclass
@@ -240,6 +289,7 @@ class Synthesizer:
         given = {k: v for k, v in dict(refine_steps=refine_steps, temperature=temperature, speed=speed,
                                        pitch_shift=pitch_shift).items() if v is not None}
         asked = {**self.default_controls, **given}
+        check_controls(asked)
         unsupported = sorted(set(asked) - self._infer_args)
         if unsupported:
             raise ValueError(f"{type(self.model).__name__} has no {', '.join(unsupported)} (NAR-only controls)")
@@ -338,50 +388,147 @@ class Synthesizer:
 
     def synthesize(self, text: str, batch_size: int = 8, refine_steps: int | None = None, speed: float | None = None,
                    pitch_shift: float | None = None, progress: Callable[[int, int], None] | None = None,
-                   temperature: float | None = None, seed: int = 0) -> SynthesisResult:
+                   temperature: float | None = None, seed: int = 0, ar_retries: int = 0,
+                   fail_on_ar_failure: bool = False) -> SynthesisResult:
         """Speak `text` sentence by sentence, `batch_size` sentences at a time, `pause_s` between them.
         `seed` fixes the NAR refiner's starting noise: sentence k's noise comes from item_noise_seed(seed, k),
         whatever the batch size, so the same call gives the same audio and a sentence sounds the same alone
-        or batched with others."""
+        or batched with others.
+
+        A sentence the frontend finds too long, or one the model's frame guard cut short (very slow speech),
+        is split at clause boundaries (`split_clause`) and spoken in parts, never refused.  An AR sentence
+        whose attention failed is spoken again alone with up to `ar_retries` other seeds; one still failing
+        is a note, or a SynthesisError naming it when `fail_on_ar_failure`.  Non-finite audio is always a
+        SynthesisError: it is never returned."""
         t0 = time.perf_counter()
-        self.controls(refine_steps, temperature, speed, pitch_shift)  # an unsupported control: before any work
+        ctl = dict(refine_steps=refine_steps, temperature=temperature, speed=speed, pitch_shift=pitch_shift)
+        self.controls(**ctl)  # an unsupported or out-of-range control: before any work
         sentences = split_sentences(text) or [text]
         encoded: list[tuple[str, list[int]]] = []
         notes: list[str] = []
         errors: list[TextError] = []
         for s in sentences:
             try:
-                encoded.append((s, self.encode(s)))
+                pieces_of_s = self._encode_splitting(s)
             except UnspeakableTextError as e:  # e.g. a sentence of only symbols: skip it, keep the rest
                 errors.append(e)
                 notes.append(f"skipped unspeakable sentence {s!r}")
+                continue
+            if len(pieces_of_s) > 1:
+                notes.append(f"split a long sentence into {len(pieces_of_s)} parts at clause boundaries: {_short(s)!r}")
+            encoded += pieces_of_s
         if not encoded:
             raise errors[0] if errors else UnspeakableTextError(f"nothing speakable in {text!r}")
         timings = Timings(text_s=time.perf_counter() - t0)
+        run = _Run(seed=seed, ctl=ctl, timings=timings, notes=notes, next_index=len(encoded), t0=t0,
+                   ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
         pause = torch.zeros(int(self.pause_s * self.mel_config.sample_rate))
         pieces: list[torch.Tensor] = []
         for start in range(0, len(encoded), batch_size):
             chunk = encoded[start : start + batch_size]
-            batch = self.pad([ids for _, ids in chunk])
-            t1 = time.perf_counter()
             # seeds by position in the sentence stream, not in the batch
-            out = self.mels(batch, seed=seed, indices=range(start, start + len(chunk)), refine_steps=refine_steps,
-                            temperature=temperature, speed=speed, pitch_shift=pitch_shift)
-            self._sync()
-            t2 = time.perf_counter()
-            waves = self.vocode(out)
-            self._sync()
-            t3 = time.perf_counter()
-            timings.mel_s += t2 - t1
-            timings.vocoder_s += t3 - t2
-            if timings.first_audio_s is None:
-                timings.first_audio_s = t3 - t0
-            for k, failure in enumerate(getattr(out, "failures", None) or []):
-                if not failure.ok:
-                    notes.append(f"AR failure in {chunk[k][0]!r}: {failure}")
-            for k in range(len(chunk)):
-                pieces += [waves.wave[k, : int(waves.lengths[k])].float().cpu(), pause]
+            for wave in self._speak(chunk, list(range(start, start + len(chunk))), run):
+                pieces += [wave, pause]
             if progress is not None:
                 progress(min(start + batch_size, len(encoded)), len(encoded))
         wave = torch.cat(pieces[:-1])
         return SynthesisResult(wave, self.mel_config.sample_rate, [s for s, _ in encoded], timings, notes)
+
+    def _encode_splitting(self, sentence: str) -> list[tuple[str, list[int]]]:
+        """(text, ids) of `sentence`, cut at clause boundaries into as many parts as the frontend's
+        max_symbols needs; a part with nothing speakable (a lone bracket) is dropped."""
+        try:
+            return [(sentence, self.encode(sentence))]
+        except TextTooLongError:
+            halves = split_clause(sentence)
+            if halves is None:
+                raise
+        parts: list[tuple[str, list[int]]] = []
+        for half in halves:
+            try:
+                parts += self._encode_splitting(half)
+            except UnspeakableTextError:
+                continue
+        if not parts:
+            raise UnspeakableTextError(sentence)
+        return parts
+
+    def _speak(self, chunk: list[tuple[str, list[int]]], indices: list[int], run: "_Run") -> list[torch.Tensor]:
+        """One batch through `mels` and `vocode` -> each item's wave [N] (CPU float32), with the repairs
+        `synthesize` promises: truncated items are spoken again in clause parts, AR failures retried."""
+        batch = self.pad([ids for _, ids in chunk])
+        t1 = time.perf_counter()
+        out = self.mels(batch, seed=run.seed, indices=indices, **run.ctl)
+        self._sync()
+        t2 = time.perf_counter()
+        waves = self.vocode(out)
+        self._sync()
+        t3 = time.perf_counter()
+        run.timings.mel_s += t2 - t1
+        run.timings.vocoder_s += t3 - t2
+        if run.timings.first_audio_s is None:
+            run.timings.first_audio_s = t3 - run.t0
+        failures = getattr(out, "failures", None) or [None] * len(chunk)
+        truncated = getattr(out, "truncated", None)
+        result: list[torch.Tensor] = []
+        for k, (text, _) in enumerate(chunk):
+            wave = waves.wave[k, : int(waves.lengths[k])].float().cpu()
+            if not bool(torch.isfinite(wave).all()):
+                # a NaN sample becomes -32768 in a 16-bit wav: full-scale DC, never written
+                raise SynthesisError(f"the model made non-finite (NaN/inf) audio for {_short(text)!r}; "
+                                     "the checkpoint or the controls are broken")
+            if truncated is not None and bool(truncated[k]) and (halves := split_clause(text)) is not None:
+                run.notes.append(f"the frame guard cut {_short(text)!r}: spoken again in two parts")
+                wave = self._speak_parts(halves, run)
+            elif failures[k] is not None and not failures[k].ok:
+                wave = self._retry_ar(chunk[k], indices[k], failures[k], wave, run)
+            result.append(wave)
+        return result
+
+    def _speak_parts(self, texts: Sequence[str], run: "_Run") -> torch.Tensor:
+        """Texts spoken one by one (fresh item indices past the sentence stream), joined by a short pause."""
+        pieces: list[torch.Tensor] = []
+        for part in texts:
+            try:
+                encoded = self._encode_splitting(part)
+            except UnspeakableTextError:
+                continue
+            for item in encoded:
+                index, run.next_index = run.next_index, run.next_index + 1
+                pieces += [*self._speak([item], [index], run), torch.zeros(int(0.1 * self.mel_config.sample_rate))]
+        return torch.cat(pieces[:-1]) if pieces else torch.zeros(0)
+
+    def _retry_ar(self, item: tuple[str, list[int]], index: int, failure: ARFailure, wave: torch.Tensor,
+                  run: "_Run") -> torch.Tensor:
+        """An AR item whose attention failed, spoken again alone with other decoder seeds."""
+        for attempt in range(1, run.ar_retries + 1):
+            retry = run.seed + attempt * 7919  # another prenet-dropout stream, still reproducible
+            out = self.mels(self.pad([item[1]]), seed=retry, indices=[index], **run.ctl)
+            failure = out.failures[0]
+            if failure.ok:
+                run.notes.append(f"AR attention failed on {_short(item[0])!r}; retry {attempt} succeeded")
+                waves = self.vocode(out)
+                return waves.wave[0, : int(waves.lengths[0])].float().cpu()
+        message = f"AR failure in {_short(item[0])!r}: {failure}"
+        if run.fail_on_ar_failure:
+            raise SynthesisError(f"{message} (after {run.ar_retries} retries)")
+        run.notes.append(message)
+        return wave
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class _Run:
+    """The state of one `synthesize` call shared by its batches."""
+
+    seed: int
+    ctl: dict[str, Any]
+    timings: Timings
+    notes: list[str]
+    next_index: int  # the next free item index for parts spoken again (past the sentence stream)
+    t0: float
+    ar_retries: int
+    fail_on_ar_failure: bool

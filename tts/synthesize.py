@@ -4,88 +4,233 @@
     python -m tts.synthesize --text-file story.txt --out story.wav --model nar --refine-steps 4
     echo "Read from stdin." | python -m tts.synthesize --out out.wav
 
-Defaults come from checkpoints/default.json (the shipped models).  Exit codes: 0 ok, 2 bad usage,
-3 bad input text, 4 missing/corrupt checkpoint or vocoder, 5 mel config mismatch.
+Defaults come from checkpoints/default.json (the shipped models).  Exit codes: 0 ok, 1 internal error,
+2 bad usage, 3 bad input text, 4 missing/corrupt checkpoint or vocoder, 5 mel config mismatch, 6 the output
+cannot be written, 7 synthesis failed (non-finite audio; an AR attention failure after its retries),
+130 interrupted.  A failing run writes nothing: an earlier file at --out is kept and no temp file is left.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import logging
+import os
 import sys
+import tempfile
 from pathlib import Path
 
+import numpy as np
+import soundfile as sf
 import torch
 
-from tts.audio import MelConfigMismatchError, save_wav
+from tts.audio import MelConfigMismatchError
 from tts.checkpoint import CheckpointError
 from tts.text.errors import TextError
 
-EXIT_TEXT, EXIT_CHECKPOINT, EXIT_MISMATCH = 3, 4, 5
-log = logging.getLogger("tts.synthesize")
+EXIT_INTERNAL, EXIT_USAGE, EXIT_TEXT, EXIT_CHECKPOINT, EXIT_MISMATCH = 1, 2, 3, 4, 5
+EXIT_OUTPUT, EXIT_SYNTHESIS, EXIT_INTERRUPTED = 6, 7, 130
+
+
+class OutputError(OSError):
+    """--out cannot be written (checked before synthesis; or the write itself failed, e.g. disk full)."""
+
+
+def protect_text_values(argv: list[str]) -> list[str]:
+    """`--text VALUE` -> `--text=VALUE`, so that text starting with "-" ("-1,234.56 is owed") is the value
+    of --text instead of an unknown option: argparse reads any "-x" token as an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--":
+            out += argv[i:]
+            break
+        if argv[i] == "--text" and i + 1 < len(argv):
+            out.append(f"--text={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from tts.inference import check_controls
+
     p = argparse.ArgumentParser(prog="python -m tts.synthesize", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--text", help="text to speak")
-    src.add_argument("--text-file", type=Path, help="UTF-8 text file to speak ('-' = stdin)")
+    src.add_argument("--text", help="text to speak (may start with '-')")
+    src.add_argument("--text-file", type=Path,
+                     help="UTF-8 (or UTF-16 with a BOM) text file to speak; a pipe or /dev/stdin works ('-' = stdin)")
     p.add_argument("--out", type=Path, required=True, help="output wav (16-bit PCM)")
     p.add_argument("--model", choices=["nar", "ar"], default=None, help="shipped acoustic model (default: checkpoints/default.json)")
     p.add_argument("--checkpoint", type=Path, default=None, help="acoustic checkpoint file (overrides --model)")
     p.add_argument("--vocoder", default=None, help="source-filter | griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder (default: checkpoints/default.json)")
     p.add_argument("--refine-steps", type=int, default=None, help="NAR: K refinement steps (0 = coarse mel)")
     p.add_argument("--temperature", type=float, default=None,
-                   help="NAR: refiner start-noise scale (default: the checkpoint's; 0 = deterministic)")
-    p.add_argument("--speed", type=float, default=None, help="NAR: speaking rate (2 = twice as fast)")
+                   help="NAR: refiner start-noise scale in [0, 2] (default: the checkpoint's; 0 = deterministic)")
+    p.add_argument("--speed", type=float, default=None, help="NAR: speaking rate in [0.1, 10] (2 = twice as fast)")
     p.add_argument("--seed", type=int, default=0,
                    help="NAR: seed of the refiner's start noise (per sentence; the same command gives the same bytes)")
-    p.add_argument("--pitch", type=float, default=None, help="NAR: pitch shift in semitones")
+    p.add_argument("--pitch", type=float, default=None, help="NAR: pitch shift in semitones, in [-12, 12]")
+    p.add_argument("--ar-retries", type=int, default=2,
+                   help="AR: speak a sentence whose attention failed again with up to N other seeds (default 2)")
+    p.add_argument("--keep-failed", action="store_true",
+                   help="AR: keep a sentence still failing after its retries (a warning) instead of exit 7")
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
     p.add_argument("--batch-size", type=int, default=8, help="sentences per batch")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (>= 1)")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     if args.batch_size < 1:
         p.error("--batch-size must be >= 1")
-    if args.refine_steps is not None and args.refine_steps < 0:
-        p.error("--refine-steps must be >= 0")
-    if args.temperature is not None and not 0 <= args.temperature <= 2:
-        p.error("--temperature must be in [0, 2]")
-    if args.speed is not None and not 0.1 <= args.speed <= 10:
-        p.error("--speed must be in [0.1, 10]")
+    if args.threads is not None and args.threads < 1:
+        p.error("--threads must be >= 1")
+    if args.ar_retries < 0:
+        p.error("--ar-retries must be >= 0")
+    for flag, name, value in (("--refine-steps", "refine_steps", args.refine_steps), ("--temperature", "temperature", args.temperature),
+                              ("--speed", "speed", args.speed), ("--pitch", "pitch_shift", args.pitch)):
+        try:
+            check_controls({name: value})
+        except ValueError as e:
+            p.error(f"{flag}: {e}")
     if not 0 <= args.seed < 2**31:
         p.error("--seed must be in [0, 2**31)")
+    problem = device_problem(args.device)
+    if problem:
+        p.error(problem)
     return args
+
+
+def device_problem(device: str) -> str | None:
+    """Why `device` cannot run here (None when it can): a name torch does not know, or a GPU that is absent."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        return f"--device {device!r}: expected cpu, cuda or cuda:N"
+    if dev.type == "cpu":
+        return None
+    if dev.type != "cuda":
+        return f"--device {device!r}: expected cpu, cuda or cuda:N"
+    if not torch.cuda.is_available():
+        return f"--device {device!r}: no CUDA GPU is available here; use --device cpu"
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        return f"--device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+    return None
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """Bytes of a text file or stdin -> text, one rule for both: UTF-8 (a BOM is dropped), or UTF-16 when it
+    starts with a UTF-16 BOM; anything else (Latin-1, binary) is bad text naming the first bad byte."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as e:
+            raise TextError(f"{source} starts with a UTF-16 mark but is not valid UTF-16: {e.reason}") from e
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise TextError(f"{source} is not UTF-8 text (byte {data[e.start:e.start + 1]!r} at offset {e.start}); "
+                        "convert it first, e.g. `iconv -f latin1 -t utf-8`") from e
+    if "\x00" in text:  # UTF-16 without a mark, or a binary file that happens to decode
+        raise TextError(f"{source} contains NUL bytes: not a UTF-8 text file (binary, or UTF-16 without a BOM)")
+    return text
 
 
 def read_text(args: argparse.Namespace) -> str:
     if args.text is not None:
         return args.text
     if args.text_file is not None and str(args.text_file) != "-":
-        if not args.text_file.is_file():
-            raise TextError(f"text file not found: {args.text_file}")
-        return args.text_file.read_text(encoding="utf-8")
+        path = args.text_file
+        try:  # read_bytes, not is_file(): a pipe (<(...), /dev/stdin) is a text file too
+            data = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            raise TextError(f"text file not found: {path}") from None
+        except IsADirectoryError:
+            raise TextError(f"text file {path} is a directory") from None
+        except OSError as e:
+            raise TextError(f"cannot read text file {path}: {e.strerror or e}") from None
+        return decode_text(data, f"text file {path}")
     if sys.stdin is None or sys.stdin.isatty():
         raise TextError("no text: give --text, --text-file, or pipe text on stdin")
-    return sys.stdin.read()
+    return decode_text(sys.stdin.buffer.read(), "stdin")
+
+
+def reserve_output(path: Path) -> Path:
+    """Check that `path` can be written BEFORE any synthesis, by creating the temp file the wav is written
+    to (next to it, so that the final rename is atomic).  Its short name keeps a long valid --out name
+    valid (`name + ".tmp"` could pass the 255-byte limit).  Returns the temp file's path."""
+    if str(path) in ("", "."):
+        raise OutputError("--out is empty: give a wav file name")
+    if len(os.fsencode(path.name)) > 255:  # before any stat: a longer name is ENAMETOOLONG everywhere
+        raise OutputError(f"--out file name is {len(os.fsencode(path.name))} bytes, more than the 255 a file system allows")
+    if path.is_dir():
+        raise OutputError(f"--out {path} is a directory: give a file name, e.g. {path / 'out.wav'}")
+    if path.exists() and not path.is_file():
+        raise OutputError(f"--out {path} exists and is not a regular file (a device or pipe): not replacing it")
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create the folder of --out {path}: {e.strerror or e}") from None
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    if len(os.fsencode(path.name)) > name_max:
+        raise OutputError(f"--out file name is {len(os.fsencode(path.name))} bytes, more than this file system's {name_max}")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tts-", suffix=".wav.tmp", dir=parent)
+    except OSError as e:
+        raise OutputError(f"cannot write in {parent} (for --out {path}): {e.strerror or e}") from None
+    os.close(fd)
+    return Path(tmp)
+
+
+def write_output(tmp: Path, path: Path, wave: torch.Tensor, sample_rate: int) -> None:
+    """The wave [N] as 16-bit PCM into the reserved temp file, then renamed over `path` (atomic: a reader or
+    an earlier file never sees half a wav)."""
+    samples = wave.detach().cpu().float().numpy().reshape(-1)
+    if not np.isfinite(samples).all():  # the inference path refuses these; never write one whatever happens
+        raise OutputError("refusing to write non-finite audio")
+    try:
+        sf.write(str(tmp), np.clip(samples, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV")
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as e:  # disk full (soundfile raises LibsndfileError, a RuntimeError)
+        raise OutputError(f"writing {path} failed: {e}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_args(protect_text_values(list(sys.argv[1:] if argv is None else argv)))
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
+    reserved: list[Path] = []
+    try:
+        return _run(args, reserved)
+    except KeyboardInterrupt:
+        print("\ninterrupted: nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        for tmp in reserved:
+            tmp.unlink(missing_ok=True)  # a failed or interrupted run leaves no temp file
+
+
+def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
+    """main's work; `reserved` receives the temp output file, which main removes unless it was renamed."""
+    from tts.inference import SynthesisError, Synthesizer, shipped_checkpoint, shipped_defaults
+    from tts.vocoder.pretrained import PretrainedVocoderError
+
     if args.threads:
         torch.set_num_threads(args.threads)
-    from tts.inference import Synthesizer, shipped_checkpoint, shipped_defaults
-
     try:
         text = read_text(args)
         if not text.strip():
             raise TextError("the text is empty")
+        reserved.append(reserve_output(args.out))  # before the models load: a bad --out costs nothing
         defaults = shipped_defaults() if args.checkpoint is None or args.vocoder is None else {}
         acoustic = args.checkpoint or shipped_checkpoint(args.model or defaults["acoustic"])
         vocoder = args.vocoder or defaults["vocoder"]
+        check_vocoder_path(vocoder)
         synth = Synthesizer.from_paths(acoustic, vocoder, device=args.device)
         progress = None
         if not args.quiet:
@@ -94,27 +239,48 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"\r  {done}/{total} sentences", end="\n" if done == total else "", file=sys.stderr, flush=True)
         result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
                                   temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch, progress=progress,
-                                  seed=args.seed)
+                                  seed=args.seed, ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed)
+        write_output(reserved[0], args.out, result.wave, result.sample_rate)
     except TextError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_TEXT
+        return _fail(e, EXIT_TEXT)
     except MelConfigMismatchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_MISMATCH
-    except (CheckpointError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_CHECKPOINT
+        return _fail(e, EXIT_MISMATCH)
+    except (CheckpointError, PretrainedVocoderError, FileNotFoundError) as e:
+        return _fail(e, EXIT_CHECKPOINT)
+    except OutputError as e:
+        return _fail(e, EXIT_OUTPUT)
+    except SynthesisError as e:
+        return _fail(e, EXIT_SYNTHESIS)
     except ValueError as e:  # an unsupported control for this model, an unknown vocoder name
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    save_wav(args.out, result.wave, result.sample_rate)
-    for note in result.notes:
-        log.warning("note: %s", note)
+        return _fail(e, EXIT_USAGE)
+    except Exception as e:  # a bug: one line, not a traceback (TTS_DEBUG=1 shows it)
+        if os.environ.get("TTS_DEBUG"):
+            raise
+        return _fail(f"internal error ({type(e).__name__}: {e}); rerun with TTS_DEBUG=1 for the traceback", EXIT_INTERNAL)
+    for note in result.notes:  # printed even with --quiet: a repaired or failed sentence must not pass silently
+        print(f"note: {note}", file=sys.stderr)
     t = result.timings
     print(f"wrote {args.out} ({result.seconds:.2f} s of audio, {len(result.sentences)} sentence(s), {result.sample_rate} Hz)")
     print(f"timing: text {t.text_s:.3f} s, mel {t.mel_s:.3f} s, vocoder {t.vocoder_s:.3f} s, "
           f"first audio {t.first_audio_s:.3f} s, RTF {result.rtf:.3f}")
     return 0
+
+
+def check_vocoder_path(vocoder: str) -> None:
+    """A --vocoder that is meant as a file (it has a folder part or a checkpoint suffix) but is missing is a
+    missing vocoder (exit 4), not an unknown vocoder name (exit 2)."""
+    from tts.vocoder.registry import NAMES
+
+    path = Path(vocoder)
+    if vocoder in NAMES or path.exists():
+        return
+    if os.sep in vocoder or path.suffix in (".pt", ".ckpt"):
+        raise CheckpointError(f"vocoder checkpoint not found: {vocoder}")
+
+
+def _fail(error: Exception | str, code: int) -> int:
+    print(f"error: {error}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,337 @@
+"""The synthesis CLI under hostile input (issue 26): every failure is one `error:` line and its documented exit
+code (README "Exit codes and failure behaviour"), never a traceback, never non-finite or silent audio, and a
+failing run never touches an earlier good file at --out nor leaves a temp file.  Item numbers are the issue's.
+
+Most cases run `main()` in this process (fast); those that need a real process boundary (pipes, Ctrl-C,
+a file-size limit, the absence of a traceback) run `python -m tts.synthesize`."""
+
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from helpers import TINY, tiny_checkpoint
+from tts import checkpoint
+from tts.inference import SynthesisError, Synthesizer, split_clause
+from tts.paths import CHECKPOINT_DIR, REPO_ROOT
+from tts.synthesize import main
+from tts.vocoder.pretrained import DEFAULT_SAVEDIR
+from tts.vocoder.registry import load_vocoder
+
+EARLIER = b"an earlier good output"
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("ckpt")
+    paths = {name: tiny_checkpoint(d / f"{name}.pt", name, **kw) for name, kw in TINY.items()}
+    # one NaN weight: what a flipped block in the middle of nar.pt makes (item 1)
+    raw = torch.load(paths["nonautoregressive"], map_location="cpu", weights_only=False)
+    name = next(k for k, v in raw["state_dict"].items() if v.is_floating_point() and v.numel() > 10)
+    raw["state_dict"][name].view(-1)[5] = float("nan")
+    torch.save(raw, d / "nan.pt")
+    paths["nan"] = d / "nan.pt"
+    # a NAR whose frame guard is tiny, so that ordinary speech is cut by it (item 11)
+    paths["guarded"] = tiny_checkpoint(d / "guarded.pt", "nonautoregressive", max_frames=60, **TINY["nonautoregressive"])
+    return paths
+
+
+def nar(ckpts: dict[str, Path]) -> list[str]:
+    return ["--checkpoint", str(ckpts["nonautoregressive"]), "--vocoder", "griffin-lim", "--quiet"]
+
+
+def run_main(args: list[str], capsys) -> tuple[int, str]:
+    """main(args) -> (exit code, stderr); argparse's own errors exit through SystemExit."""
+    try:
+        code = main(args)
+    except SystemExit as e:
+        code = e.code
+    return code, capsys.readouterr().err
+
+
+def run_cli(*args: str, stdin: bytes | None = None, preexec=None, env: dict[str, str] | None = None,
+            shell: bool = False) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "tts.synthesize", "--threads", "1", *args]
+    return subprocess.run(cmd if not shell else " ".join(cmd), cwd=REPO_ROOT, input=stdin, capture_output=True,
+                          timeout=300, preexec_fn=preexec, env={**os.environ, **(env or {})}, shell=shell,
+                          executable="/bin/bash" if shell else None)
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+# --- failures: code, message, the earlier file kept, no temp file ---------------------------------------
+CASES = [
+    # item 1: non-finite controls never reach the model; item 2: out-of-range pitch is refused
+    ("pitch-nan", ["--text", "Hello there.", "--pitch", "nan"], 2, "pitch"),
+    ("pitch-inf", ["--text", "Hello there.", "--pitch", "inf"], 2, "pitch"),
+    ("pitch-1e308", ["--text", "Hello there.", "--pitch", "1e308"], 2, "pitch"),
+    ("pitch-100", ["--text", "Hello there.", "--pitch", "100"], 2, "[-12.0, 12.0]"),
+    ("pitch--100", ["--text", "Hello there.", "--pitch", "-100"], 2, "pitch"),
+    ("speed-nan", ["--text", "Hello there.", "--speed", "nan"], 2, "speed"),
+    ("temperature-inf", ["--text", "Hello there.", "--temperature", "inf"], 2, "temperature"),
+    # item 4
+    ("device-banana", ["--text", "Hello.", "--device", "banana"], 2, "--device"),
+    ("threads-negative", ["--text", "Hello.", "--threads", "-1"], 2, "--threads"),
+    ("ar-retries-negative", ["--text", "Hello.", "--ar-retries", "-1"], 2, "--ar-retries"),
+    # item 3 (input side): unreadable or wrong-kind text files are bad text
+    ("text-file-unreadable", ["--text-file", "/proc/self/mem"], 3, "cannot read"),
+    ("text-file-directory", ["--text-file", "/tmp"], 3, "directory"),
+    ("text-file-missing", ["--text-file", "/nonexistent/story.txt"], 3, "not found"),
+    # item 7: a vocoder file that is missing is a missing vocoder, a word that is no vocoder is bad usage
+    ("vocoder-file-missing", ["--text", "Hello.", "--vocoder", "/nonexistent/voc.pt"], 4, "vocoder checkpoint not found"),
+    ("vocoder-name-missing", ["--text", "Hello.", "--vocoder", "voc.ckpt"], 4, "vocoder checkpoint not found"),
+    ("vocoder-unknown", ["--text", "Hello.", "--vocoder", "no-such-vocoder"], 2, "unknown vocoder"),
+]
+
+
+@pytest.mark.parametrize("args,code,message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_failure_is_one_line_and_its_exit_code(ckpts, tmp_path: Path, capsys, args, code, message):
+    out = tmp_path / "x.wav"
+    out.write_bytes(EARLIER)
+    base = nar(ckpts)
+    if "--vocoder" in args:
+        base = base[:2] + ["--quiet"]
+    got, err = run_main([*base, *args, "--out", str(out)], capsys)
+    assert got == code, err
+    assert message in err and "Traceback" not in err
+    assert out.read_bytes() == EARLIER and leftovers(tmp_path) == []
+
+
+def test_no_cuda_is_bad_usage(ckpts, tmp_path: Path, capsys):
+    """item 4: --device cuda on a machine without a GPU (on one with a GPU, an absent index)."""
+    device = "cuda:99" if torch.cuda.is_available() else "cuda"
+    code, err = run_main([*nar(ckpts), "--text", "Hello.", "--device", device, "--out", str(tmp_path / "x.wav")], capsys)
+    assert code == 2 and "--device" in err
+
+
+def test_vocoder_empty_folder_and_corrupt_vocoder_are_exit_4(ckpts, tmp_path: Path, capsys):
+    """item 4: an empty --vocoder folder; a vocoder file that is not a checkpoint."""
+    empty = tmp_path / "voc"
+    empty.mkdir()
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint")
+    for vocoder, message in ((empty, "lacks"), (junk, "corrupt")):
+        code, err = run_main(["--checkpoint", str(ckpts["nonautoregressive"]), "--vocoder", str(vocoder), "--quiet",
+                              "--text", "Hello.", "--out", str(tmp_path / "x.wav")], capsys)
+        assert code == 4 and message in err, err
+
+
+@pytest.mark.skipif((DEFAULT_SAVEDIR / "generator.ckpt").is_file(), reason="a cached SpeechBrain vocoder would load")
+def test_speechbrain_offline_is_exit_4_with_its_message(ckpts, tmp_path: Path):
+    """item 4: the offline message was good but uncaught (a traceback, exit 1)."""
+    made = [d for d in (DEFAULT_SAVEDIR.parent, DEFAULT_SAVEDIR) if not d.exists()]
+    r = run_cli("--checkpoint", str(ckpts["nonautoregressive"]), "--vocoder", "speechbrain-lj", "--text", "Hello.",
+                "--out", str(tmp_path / "x.wav"), env={"TTS_OFFLINE": "1"})
+    for d in reversed(made):  # SpeechBrain makes its (empty) save folder even when it fetches nothing
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+    err = r.stderr.decode()
+    assert r.returncode == 4 and "griffin-lim" in err and "Traceback" not in err, err
+
+
+# --- item 1: non-finite weights and audio ---------------------------------------------------------------
+def test_nan_weight_is_a_corrupt_checkpoint(ckpts, tmp_path: Path):
+    out = tmp_path / "x.wav"
+    out.write_bytes(EARLIER)
+    r = run_cli("--checkpoint", str(ckpts["nan"]), "--vocoder", "griffin-lim", "--text", "Hello there.", "--out", str(out))
+    err = r.stderr.decode()
+    assert r.returncode == 4 and "non-finite" in err and "Traceback" not in err, err
+    assert out.read_bytes() == EARLIER and leftovers(tmp_path) == []
+
+
+def test_non_finite_audio_is_never_returned(ckpts):
+    """A model that makes NaN (here: a NaN weight put in after loading, past the checkpoint check) is a
+    SynthesisError naming the sentence, not a wave."""
+    loaded = checkpoint.load(ckpts["nonautoregressive"])
+    with torch.no_grad():
+        dict(loaded.model.named_parameters())["refiner.net.output.bias"].fill_(float("nan"))  # every refined frame
+    synth = Synthesizer(loaded, load_vocoder("griffin-lim", loaded.mel_config))
+    with pytest.raises(SynthesisError, match="non-finite.*Hello there"):
+        synth.synthesize("Hello there.", refine_steps=2)
+
+
+# --- item 3: the output is checked before synthesis ------------------------------------------------------
+def test_bad_output_paths_fail_before_loading_anything(tmp_path: Path, capsys):
+    """The checkpoint does not exist: getting exit 6 (not 4) proves --out was checked first."""
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for out, message in (("", "empty"), (str(folder), "directory"), (str(a_file / "x.wav"), "cannot create"),
+                         ("/proc/x.wav", "cannot"), (str(tmp_path / ("n" * 300 + ".wav")), "bytes"),
+                         ("/dev/null", "not a regular file")):
+        code, err = run_main(["--checkpoint", "/nonexistent.pt", "--vocoder", "griffin-lim", "--text", "Hello.",
+                              "--out", out], capsys)
+        assert code == 6 and message in err, (out, err)
+    assert leftovers(folder) == [] and leftovers(tmp_path) == []
+
+
+def test_a_long_valid_output_name_is_written(ckpts, tmp_path: Path, capsys):
+    out = tmp_path / ("n" * 251 + ".wav")  # 255 bytes: valid; the old `name + ".tmp"` overflowed
+    code, err = run_main([*nar(ckpts), "--text", "Hello.", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert sf.info(str(out)).frames > 0 and leftovers(tmp_path) == []
+
+
+def test_disk_full_leaves_no_partial_file(ckpts, tmp_path: Path):
+    """A file-size limit makes the wav write fail part way (EFBIG, like ENOSPC): exit 6, the earlier file
+    kept, no partial temp file."""
+    out = tmp_path / "x.wav"
+    out.write_bytes(EARLIER)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2_000, resource.RLIM_INFINITY))  # the wav is ~40 KB
+
+    r = run_cli(*nar(ckpts), "--text", "Hello there, this is long enough to pass twenty kilobytes of audio.",
+                "--out", str(out), preexec=limit)
+    err = r.stderr.decode()
+    assert r.returncode == 6 and "writing" in err and "Traceback" not in err, err
+    assert out.read_bytes() == EARLIER and leftovers(tmp_path) == []
+
+
+# --- item 5: one decoding rule for files and stdin --------------------------------------------------------
+@pytest.mark.parametrize("data,code", [
+    ("Café au lait.".encode("latin-1"), 3),
+    (bytes(range(256)) * 4, 3),
+    ("Hello there.".encode("utf-16"), 0),  # with its BOM
+    ("Hello there.".encode("utf-16-le"), 3),  # without: NUL bytes
+    ("\ufeffHello there.".encode("utf-8"), 0),
+], ids=["latin1", "binary", "utf16-bom", "utf16-no-bom", "utf8-bom"])
+def test_file_and_stdin_decode_alike(ckpts, tmp_path: Path, data: bytes, code: int):
+    f = tmp_path / "t.txt"
+    f.write_bytes(data)
+    by_file = run_cli(*nar(ckpts), "--text-file", str(f), "--out", str(tmp_path / "f.wav"))
+    by_stdin = run_cli(*nar(ckpts), "--out", str(tmp_path / "s.wav"), stdin=data)
+    for r in (by_file, by_stdin):
+        assert r.returncode == code, r.stderr.decode()
+        assert "Traceback" not in r.stderr.decode()
+    if code == 3:
+        assert "UTF-8" in by_file.stderr.decode() and "UTF-8" in by_stdin.stderr.decode()
+
+
+# --- item 8: pipes are text files --------------------------------------------------------------------------
+def test_text_file_may_be_a_pipe(ckpts, tmp_path: Path):
+    r = run_cli(*nar(ckpts), "--text-file", "<(echo Hello there.)", "--out", str(tmp_path / "p.wav"), shell=True)
+    assert r.returncode == 0, r.stderr.decode()
+    r = run_cli(*nar(ckpts), "--text-file", "/dev/stdin", "--out", str(tmp_path / "s.wav"), stdin=b"Hello there.")
+    assert r.returncode == 0, r.stderr.decode()
+
+
+# --- item 15: text that starts with "-" ----------------------------------------------------------------------
+@pytest.mark.parametrize("text", ["-1,234.56", "--not an option", "-", "- a list item."])
+def test_text_starting_with_a_dash_is_text(ckpts, tmp_path: Path, capsys, text: str):
+    out = tmp_path / "x.wav"
+    code, err = run_main([*nar(ckpts), "--text", text, "--out", str(out)], capsys)
+    assert code in (0, 3), err  # "-" alone has nothing speakable: bad text, not bad usage
+    assert (code == 0) == out.exists()
+    assert text == "-" or code == 0
+
+
+# --- item 16: over-long sentences are split at clause boundaries, never refused ----------------------------
+def test_split_clause_prefers_strong_boundaries():
+    assert split_clause("first part; second part, with a comma") == ("first part;", "second part, with a comma")
+    assert split_clause("one two, three four") == ("one two,", "three four")
+    assert split_clause("cats sleep and dogs bark loudly") == ("cats sleep", "and dogs bark loudly")
+    assert split_clause("one two three four") == ("one two", "three four")
+    assert split_clause("abcdefgh") == ("abcd", "efgh")
+    assert split_clause("a") is None
+
+
+def test_a_sentence_over_the_symbol_limit_is_spoken_in_parts(ckpts, tmp_path: Path, capsys):
+    clause = "the quick brown fox jumps over the lazy dog"
+    text = ", ".join([clause] * 14) + " and then it sleeps."  # one sentence, far over 400 symbols
+    out = tmp_path / "long.wav"
+    code, err = run_main([*nar(ckpts), "--text", text, "--out", str(out)], capsys)
+    assert code == 0, err
+    no_commas = " ".join(["word"] * 150) + "."  # no clause boundary at all: cut between words
+    code, err = run_main([*nar(ckpts), "--text", no_commas, "--out", str(tmp_path / "words.wav")], capsys)
+    assert code == 0, err
+    synth = Synthesizer.from_paths(ckpts["nonautoregressive"], "griffin-lim")
+    result = synth.synthesize(text, refine_steps=0)
+    assert len(result.sentences) > 1 and all(len(synth.encode(s)) <= 400 for s in result.sentences)
+    assert " ".join(result.sentences).split() == text.split()  # no word lost or added
+    assert any("split a long sentence" in n for n in result.notes)
+
+
+# --- item 10: AR attention failure is retried, then an error unless --keep-failed ---------------------------
+def test_ar_failure_is_an_error_naming_the_sentence_unless_kept(ckpts, tmp_path: Path, capsys):
+    """The tiny AR has random weights: its stop token never fires, every retry fails too."""
+    out = tmp_path / "x.wav"
+    base = ["--checkpoint", str(ckpts["autoregressive"]), "--vocoder", "griffin-lim", "--quiet", "--text", "Hello there."]
+    code, err = run_main([*base, "--out", str(out)], capsys)
+    assert code == 7 and "Hello there." in err and "after 2 retries" in err and not out.exists()
+    code, err = run_main([*base, "--out", str(out), "--keep-failed", "--ar-retries", "0"], capsys)
+    assert code == 0 and "AR failure in 'Hello there.'" in err and out.exists()
+
+
+# --- item 11: a sentence cut by the model's frame guard is spoken again in parts -----------------------------
+def test_frame_guard_cut_is_spoken_in_parts(ckpts):
+    synth = Synthesizer.from_paths(ckpts["guarded"], "griffin-lim")
+    text = "This sentence, long and slow, has far more frames than the guard allows, so it is cut."
+    result = synth.synthesize(text, refine_steps=0, speed=0.2)
+    whole = synth.mels(synth.pad([synth.encode(text)]), refine_steps=0, speed=0.2)
+    assert bool(whole.truncated[0]) and int(whole.mel_lengths[0]) == 60  # what the CLI used to write
+    assert any("frame guard cut" in n for n in result.notes)
+    assert result.wave.numel() > 60 * synth.mel_config.hop_length  # longer than the cut: every part spoken
+
+
+# --- item 12: Ctrl-C ------------------------------------------------------------------------------------------
+def test_ctrl_c_is_one_line_and_leaves_no_temp_file(ckpts, tmp_path: Path):
+    out = tmp_path / "x.wav"
+    out.write_bytes(EARLIER)
+    text = " ".join(f"This is sentence number {i}, spoken slowly." for i in range(400))
+    story = tmp_path / "story.txt"
+    story.write_text(text)
+    proc = subprocess.Popen([sys.executable, "-m", "tts.synthesize", "--threads", "1", *nar(ckpts), "--batch-size", "1",
+                             "--text-file", str(story), "--out", str(out)], cwd=REPO_ROOT, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not leftovers(tmp_path) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)  # the temp file appears once the text is read: synthesis is under way
+    assert leftovers(tmp_path), "synthesis never started"
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1].decode()
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert out.read_bytes() == EARLIER and leftovers(tmp_path) == []
+
+
+# --- the property: random Unicode gives exit 0 with finite speech-like audio, or exit 3 ----------------------
+ALPHABET = ("abcdefghijklmnopqrstuvwxyz" * 4 + "ABCXYZ0123456789" + " " * 30 + ".,;:!?'\"-()$%€£&@#/\\*+=<>\n\t"
+            + "éüñßøçàÆŒ" + "\u0301\u200b\u00ad\u007f\ufeff" + "≠√∞→★☃" + "日本語中文한국어" + "🙂🎉" + "\u202e\u0000")
+
+
+def random_text(rng: random.Random) -> str:
+    words = ["hello", "there", "number", "speech", "one", "$3.50", "10€", "1st", "Dr.", "e.g.", "I", "Oh"]
+    pieces = [rng.choice(words) if rng.random() < 0.5 else "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 12)))
+              for _ in range(rng.randint(1, 12))]
+    return " ".join(pieces)
+
+
+@pytest.mark.skipif(not (CHECKPOINT_DIR / "nar.pt").is_file(), reason="needs the shipped NAR (a trained voice)")
+def test_random_unicode_text_gives_finite_speech_or_exit_3(tmp_path: Path, capsys):
+    rng = random.Random(26)
+    for i in range(8):
+        text = random_text(rng)
+        out = tmp_path / f"{i}.wav"
+        code, err = run_main(["--model", "nar", "--vocoder", "griffin-lim", "--quiet", "--text", text, "--out", str(out)],
+                             capsys)
+        assert code in (0, 3), (text, err)
+        if code == 3:
+            assert not out.exists()
+            continue
+        wave, sr = sf.read(str(out), dtype="float32")
+        assert np.isfinite(wave).all()
+        rms = float(np.sqrt(np.mean(wave**2)))
+        assert 0.003 < rms < 0.5, (text, rms)
+        words = len(text.split())
+        assert 0.1 < len(wave) / sr < 2.0 * words + 3, (text, len(wave) / sr)
+    assert leftovers(tmp_path) == []
