@@ -2,6 +2,7 @@
 
     python -m recipes.listening_test build --systems gt=DIR1 nar=DIR2 ar=DIR3 --out TESTDIR \
         [--n 20] [--mos] [--seed 0] [--ground-truth gt] [--attention-checks 2] [--loudness gated|rms]
+        [--invite-codes N] [--force]
 
 Each DIR holds ID.wav for the same held-out sentence IDs; the common IDs are used (a random --n of
 them).  Or let the builder synthesise them: --data DIR [--split test] picks --n held-out sentences,
@@ -21,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tts.listening.build import build_test, parse_systems
+from tts.listening.build import build_test, parse_systems, results_in
 
 
 def synthesised_systems(args: argparse.Namespace) -> dict[str, Path]:
@@ -64,8 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--loudness", choices=["gated", "rms"], default="gated")
     b.add_argument("--target-db", type=float, default=-23.0)
     b.add_argument("--title", default="Listening test")
+    b.add_argument("--force", action="store_true",
+                   help="rebuild a folder that holds results, after moving them to TESTDIR/archive/")
+    b.add_argument("--invite-codes", type=int, default=0, metavar="N",
+                   help="write N single-use invite codes to TESTDIR/invite_codes.txt; serve then requires one")
     args = ap.parse_args(argv)
     try:
+        if results_in(args.out) and not args.force:  # before any synthesis: fail fast
+            raise ValueError(f"{args.out} holds results ({', '.join(p.name for p in results_in(args.out))}); "
+                             "use --force to archive them first, or build into a new folder")
         systems = parse_systems(args.systems) if args.systems else {}
         if args.synth or args.with_ground_truth:
             systems.update(synthesised_systems(args))
@@ -74,11 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         gt = args.ground_truth
         if gt is None:
             gt = [s for s in systems if s.lower() in {"gt", "ground_truth", "groundtruth", "reference"}]
-        if args.n < 1 or args.attention_checks < 0:
-            raise ValueError("--n must be >= 1 and --attention-checks >= 0")
+        if args.n < 1 or args.attention_checks < 0 or args.invite_codes < 0:
+            raise ValueError("--n must be >= 1, --attention-checks and --invite-codes >= 0")
         test = build_test(systems, args.out, n=args.n, mos=args.mos, seed=args.seed, ground_truth=gt,
                           attention_checks=args.attention_checks, loudness=args.loudness,
-                          target_db=args.target_db, title=args.title)
+                          target_db=args.target_db, title=args.title, force=args.force,
+                          invite_codes=args.invite_codes)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -86,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     for it in test["items"]:
         k = "attention" if it.get("attention") else it["type"]
         kinds[k] = kinds.get(k, 0) + 1
-    print(f"wrote {args.out}/test.json: {len(test['sentences'])} sentences, systems {test['systems']}, items {kinds}")
+    print(f"wrote {args.out}/test.json (test id {test['test_id']}): {len(test['sentences'])} sentences, "
+          f"systems {test['systems']}, items {kinds}")
+    if args.invite_codes:
+        print(f"wrote {args.invite_codes} invite codes to {args.out}/invite_codes.txt")
     return 0
 
 

@@ -10,6 +10,23 @@ import sys
 from pathlib import Path
 
 
+def admin_token(token_file: Path | None, db: Path) -> str:
+    """$LISTENING_ADMIN_TOKEN, else the first line of token_file, else a generated 256-bit token written to
+    DB.admin-token (mode 0600, reused on restart); only its path is printed."""
+    token = os.environ.get("LISTENING_ADMIN_TOKEN", "").strip()
+    if token:
+        return token
+    if token_file is not None:
+        return token_file.read_text().strip()
+    path = Path(f"{db}.admin-token")
+    if not path.is_file():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(32) + "\n")
+    print(f"admin token in {path} (send it as: Authorization: Bearer TOKEN)", flush=True)
+    return path.read_text().strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tts.listening")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -18,13 +35,21 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--db", type=Path, default=Path("results.sqlite"))
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--admin-token", default=os.environ.get("LISTENING_ADMIN_TOKEN"),
-                   help="token for /admin/results (default: $LISTENING_ADMIN_TOKEN, else a random one, printed)")
+    s.add_argument("--admin-token-file", type=Path, default=None,
+                   help="file holding the token for /admin/results (default: $LISTENING_ADMIN_TOKEN; else a "
+                        "random 256-bit one is written to DB.admin-token, mode 0600). Not a command-line "
+                        "value: those show in `ps`")
+    s.add_argument("--admin-token", default=None, help=argparse.SUPPRESS)  # refused below, with the way to do it
+    s.add_argument("--secure-cookies", action="store_true", help="mark the rater cookie Secure (behind HTTPS)")
+    s.add_argument("--sessions-per-hour", type=float, default=20, help="new rater sessions per client address")
+    s.add_argument("--requests-per-minute", type=float, default=600, help="requests per client address")
     r = sub.add_parser("report", help="statistics, markdown, JSON and a chart from the results")
     r.add_argument("--test", required=True, type=Path)
     r.add_argument("--db", required=True, type=Path)
     r.add_argument("--out", required=True, type=Path)
     r.add_argument("--max-attention-fails", type=int, default=0)
+    r.add_argument("--max-fast-share", type=float, default=0.2,
+                   help="exclude raters with more than this share of answers faster than the audio")
     lt = sub.add_parser("loadtest", help="simulated raters against a loopback server")
     lt.add_argument("--url", required=True)
     lt.add_argument("--raters", type=int, default=50)
@@ -38,19 +63,32 @@ def main(argv: list[str] | None = None) -> int:
 
         from .app import create_app
 
-        token = args.admin_token or secrets.token_urlsafe(16)
-        if not args.admin_token:
-            print(f"admin token (generated): {token}", flush=True)
-        app = create_app(args.test, args.db, admin_token=token)
+        from .db import WrongTestError
+
+        if args.admin_token is not None:
+            print("error: --admin-token is no longer accepted (command lines show in `ps`): set "
+                  "$LISTENING_ADMIN_TOKEN or pass --admin-token-file FILE", file=sys.stderr)
+            return 2
+        try:
+            token = admin_token(args.admin_token_file, args.db)
+            app = create_app(args.test, args.db, admin_token=token, secure_cookies=args.secure_cookies,
+                             sessions_per_hour=args.sessions_per_hour, requests_per_minute=args.requests_per_minute)
+        except (WrongTestError, ValueError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         return 0
     if args.cmd == "report":
-        if not args.db.is_file():
-            print(f"error: {args.db} not found", file=sys.stderr)
-            return 2
+        from .build import load_test
+        from .db import WrongTestError, check_test_id
         from .report import to_markdown, write_report
 
-        res = write_report(args.test, args.db, args.out, args.max_attention_fails)
+        try:
+            check_test_id(args.db, load_test(args.test)["test_id"])
+        except (WrongTestError, ValueError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        res = write_report(args.test, args.db, args.out, args.max_attention_fails, args.max_fast_share)
         print(to_markdown(res))
         print(f"wrote {args.out}/report.md, report.json, report.png")
         return 0

@@ -1,10 +1,14 @@
 """SQLite storage (stdlib sqlite3, WAL): one connection per request, one answer per rater and item.
 
 Schema:
-  raters(rater_id TEXT PRIMARY KEY, created_at REAL, user_agent TEXT)
+  meta(key TEXT PRIMARY KEY, value TEXT)          test_id of the test this file belongs to
+  raters(rater_id TEXT PRIMARY KEY, created_at REAL, user_agent TEXT, invite_hash TEXT UNIQUE)
   answers(id INTEGER PRIMARY KEY, rater_id TEXT REFERENCES raters, item_id TEXT, item_type TEXT,
           position INTEGER, left_system TEXT, right_system TEXT, system TEXT, choice TEXT, preferred TEXT,
           score INTEGER, created_at REAL, UNIQUE(rater_id, item_id))
+  fetches(rater_id, audio_id, completed_at)      each complete download of a clip by a rater session
+A file belongs to one test: init_db refuses a file whose test_id differs (a rebuilt test must not be
+reported against the old answers, whose item ids would mean other systems).
 WAL + synchronous=NORMAL: a committed answer survives the server process being killed (SIGKILL);
 only an OS crash/power loss may lose the last transactions.
 """
@@ -16,11 +20,22 @@ import time
 from pathlib import Path
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS raters (
-    rater_id   TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    user_agent TEXT
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS raters (
+    rater_id    TEXT PRIMARY KEY,
+    created_at  REAL NOT NULL,
+    user_agent  TEXT,
+    invite_hash TEXT UNIQUE
+);
+CREATE TABLE IF NOT EXISTS fetches (
+    rater_id     TEXT NOT NULL,
+    audio_id     TEXT NOT NULL,
+    completed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS fetches_rater ON fetches(rater_id, audio_id);
 CREATE TABLE IF NOT EXISTS answers (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     rater_id     TEXT NOT NULL REFERENCES raters(rater_id),
@@ -40,8 +55,11 @@ CREATE INDEX IF NOT EXISTS answers_item ON answers(item_id);
 """
 
 
-def connect(path: Path | str) -> sqlite3.Connection:
-    con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+def connect(path: Path | str, create: bool = False) -> sqlite3.Connection:
+    """Only init_db creates the file: if it was moved away under a running server (a forced rebuild
+    archives it), requests fail (503) instead of writing answers into a fresh, orphaned file."""
+    uri = f"file:{Path(path).resolve()}?mode={'rwc' if create else 'rw'}"
+    con = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None, check_same_thread=False)
     con.row_factory = sqlite3.Row
     con.execute("PRAGMA busy_timeout = 30000")
     con.execute("PRAGMA synchronous = NORMAL")
@@ -49,18 +67,75 @@ def connect(path: Path | str) -> sqlite3.Connection:
     return con
 
 
-def init_db(path: Path | str) -> None:
+class WrongTestError(ValueError):
+    """The results file belongs to another build of the test (or predates test ids)."""
+
+
+def stored_test_id(path: Path | str) -> str | None:
+    """The test_id recorded in an existing results file (None when it has none)."""
     con = connect(path)
     try:
-        con.execute("PRAGMA journal_mode = WAL")
-        con.executescript(SCHEMA)
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+            return None
+        row = con.execute("SELECT value FROM meta WHERE key = 'test_id'").fetchone()
+        return None if row is None else row[0]
     finally:
         con.close()
 
 
-def add_rater(con: sqlite3.Connection, rater_id: str, user_agent: str | None) -> None:
-    con.execute("INSERT OR IGNORE INTO raters(rater_id, created_at, user_agent) VALUES (?, ?, ?)",
-                (rater_id, time.time(), (user_agent or "")[:300]))
+def check_test_id(path: Path | str, test_id: str) -> None:
+    """Refuse a results file that belongs to another test (or holds answers but no test id)."""
+    if not Path(path).is_file():
+        raise WrongTestError(f"{path} not found")
+    stored = stored_test_id(path)
+    if stored != test_id:
+        raise WrongTestError(f"{path} holds results of test {stored or '(unknown: no test id)'}, "
+                             f"not of this test.json ({test_id}); was the test rebuilt? "
+                             "Use the archived test.json, or a new results file")
+
+
+def init_db(path: Path | str, test_id: str) -> None:
+    """Create the schema and record test_id; refuse a file of another test."""
+    fresh = not Path(path).is_file() or Path(path).stat().st_size == 0
+    con = connect(path, create=True)
+    try:
+        con.execute("PRAGMA journal_mode = WAL")
+        if not fresh and con.execute("SELECT 1 FROM sqlite_master WHERE name = 'answers'").fetchone():
+            con.close()
+            check_test_id(path, test_id)
+            con = connect(path)
+        con.executescript(SCHEMA)
+        con.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('test_id', ?)", (test_id,))
+    finally:
+        con.close()
+    check_test_id(path, test_id)
+
+
+def add_rater(con: sqlite3.Connection, rater_id: str, user_agent: str | None, invite_hash: str | None = None) -> bool:
+    """False when the invite code was already used by another rater (nothing inserted)."""
+    try:
+        con.execute("INSERT INTO raters(rater_id, created_at, user_agent, invite_hash) VALUES (?, ?, ?, ?)",
+                    (rater_id, time.time(), (user_agent or "")[:300], invite_hash))
+    except sqlite3.IntegrityError:
+        return False
+    return True
+
+
+def rater_of_invite(con: sqlite3.Connection, invite_hash: str) -> str | None:
+    row = con.execute("SELECT rater_id FROM raters WHERE invite_hash = ?", (invite_hash,)).fetchone()
+    return None if row is None else row[0]
+
+
+def record_fetch(con: sqlite3.Connection, rater_id: str, audio_id: str, completed_at: float) -> None:
+    con.execute("INSERT INTO fetches(rater_id, audio_id, completed_at) VALUES (?, ?, ?)",
+                (rater_id, audio_id, completed_at))
+
+
+def first_fetch(con: sqlite3.Connection, rater_id: str, audio_id: str) -> float | None:
+    """When this rater's session first finished downloading this clip (None: never)."""
+    row = con.execute("SELECT MIN(completed_at) FROM fetches WHERE rater_id = ? AND audio_id = ?",
+                      (rater_id, audio_id)).fetchone()
+    return row[0]
 
 
 def rater_exists(con: sqlite3.Connection, rater_id: str) -> bool:

@@ -1,14 +1,15 @@
 """Loopback load test: N simultaneous simulated raters (threads + httpx) each complete the whole test.
 
 Bounded: at most 200 raters, a wall-clock deadline, and only loopback URLs (127.0.0.1 / localhost /
-::1). Each rater creates a session, then loops GET /api/next -> (optionally GET its audio) ->
-POST /api/answer, re-sending ~10 % of answers to exercise idempotent retries. Afterwards the SQLite
+::1). Each rater creates a session, then loops GET /api/next -> GET its audio and wait as long as the
+longest clip lasts (the server refuses answers sooner than that, 425) -> POST /api/answer, re-sending ~10 % of answers to exercise idempotent retries. Afterwards the SQLite
 file (--db) is checked: expected answers (sum of each rater's item count) vs stored rows, distinct
 (rater, item) pairs, duplicates and lost answers.
 """
 
 from __future__ import annotations
 
+import io
 import random
 import sqlite3
 import threading
@@ -16,6 +17,7 @@ import time
 from urllib.parse import urlparse
 
 import httpx
+import soundfile as sf
 
 MAX_RATERS = 200
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -38,9 +40,13 @@ def _rater(url: str, seed: int, fetch_audio: bool, deadline: float, out: dict, l
                     res["done"] = True
                     break
                 it = nxt["item"]
-                if fetch_audio:
+                if fetch_audio:  # as a listener: download every clip, then "listen" as long as they last
+                    longest = 0.0
                     for a in it["audio"]:
-                        c.get(a).raise_for_status()
+                        r = c.get(a)
+                        r.raise_for_status()
+                        longest = max(longest, sf.info(io.BytesIO(r.content)).duration)
+                    time.sleep(longest + 0.02)
                 body = {"item_id": it["item_id"]}
                 if it["type"] == "ab":
                     body["choice"] = rng.choice(["A", "B", "none"])

@@ -40,17 +40,19 @@ def free_port() -> int:
 class ServerProcess:
     """`python -m tts.listening serve` in a subprocess; .kill() sends SIGKILL (no clean shutdown)."""
 
-    def __init__(self, test_dir: Path, db: Path, admin_token: str = "secret", port: int | None = None):
-        self.test_dir, self.db, self.token = Path(test_dir), Path(db), admin_token
+    def __init__(self, test_dir: Path, db: Path, admin_token: str = "test-admin-token-0123456789abcdef",
+                 port: int | None = None, extra_args: tuple[str, ...] = ()):
+        self.test_dir, self.db, self.token, self.extra_args = Path(test_dir), Path(db), admin_token, tuple(extra_args)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> "ServerProcess":
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        # the token goes in the environment, not the command line (which `ps` shows)
+        env = {**os.environ, "PYTHONPATH": str(REPO), "LISTENING_ADMIN_TOKEN": self.token}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tts.listening", "serve", "--test", str(self.test_dir), "--db", str(self.db),
-             "--host", "127.0.0.1", "--port", str(self.port), "--admin-token", self.token],
+             "--host", "127.0.0.1", "--port", str(self.port), *self.extra_args],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -63,6 +65,9 @@ class ServerProcess:
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError("server did not start in time")
+
+    def admin_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
