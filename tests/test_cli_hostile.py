@@ -335,3 +335,23 @@ def test_random_unicode_text_gives_finite_speech_or_exit_3(tmp_path: Path, capsy
         words = len(text.split())
         assert 0.1 < len(wave) / sr < 2.0 * words + 3, (text, len(wave) / sr)
     assert leftovers(tmp_path) == []
+
+
+# --- item 9: a one-vowel utterance is spoken, not 0.2 s of near-silence -------------------------------------
+@pytest.mark.skipif(not (CHECKPOINT_DIR / "nar.pt").is_file(), reason="needs the shipped NAR (a trained voice)")
+def test_one_vowel_utterances_are_spoken():
+    """Without final punctuation (which every training sentence has) the NAR made ~0.2 s at RMS 0.003-0.013."""
+    synth = Synthesizer.from_paths(CHECKPOINT_DIR / "nar.pt", "griffin-lim")
+    for text in ("I", "Oh", "eh", "A"):
+        result = synth.synthesize(text)
+        rms = float(result.wave.pow(2).mean().sqrt())
+        assert result.seconds > 0.35 and rms > 0.012, (text, result.seconds, rms)
+
+
+# --- item 6: huge money amounts and ordinals are read, not Python's integer-limit message -------------------
+@pytest.mark.parametrize("text", ["$" + "9" * 5000, "$" + "1" * 5000 + ".50", "9" * 5000 + "th place", "5000" * 1100 + "€"])
+def test_huge_amounts_and_ordinals_are_read_digit_by_digit(text: str):
+    from tts.text.normalizer import normalize
+
+    words = normalize(text)
+    assert words.startswith(("nine nine nine", "one one one", "five zero zero zero")) and "4300" not in words

@@ -409,7 +409,7 @@ class Synthesizer:
         errors: list[TextError] = []
         for s in sentences:
             try:
-                pieces_of_s = self._encode_splitting(s)
+                pieces_of_s = self._encode_splitting(with_final_stop(s))
             except UnspeakableTextError as e:  # e.g. a sentence of only symbols: skip it, keep the rest
                 errors.append(e)
                 notes.append(f"skipped unspeakable sentence {s!r}")
@@ -514,6 +514,19 @@ class Synthesizer:
             raise SynthesisError(f"{message} (after {run.ar_retries} retries)")
         run.notes.append(message)
         return wave
+
+
+_TERMINAL = ".!?\u2026"
+_CLOSERS = "\"')]}\u00bb\u201d\u2019"
+
+
+def with_final_stop(sentence: str) -> str:
+    """`sentence` ending in terminal punctuation ("." added where it has none).  The models were trained on
+    sentences that end in one: without it a one-vowel utterance ("I", "eh") comes out as 0.2 s of
+    near-silence and any sentence is cut short, its last word unfinished."""
+    if sentence.rstrip(_CLOSERS)[-1:] in tuple(_TERMINAL):
+        return sentence
+    return sentence + "."
 
 
 def _short(text: str, limit: int = 80) -> str:

@@ -203,9 +203,10 @@ def _money_words(symbol: str, amount: str, scale: str | None) -> str:
         return f"{numbers.decimal(amount)} {major_n}"
     cents = int(frac.ljust(2, "0")) if frac else 0
     parts = []
-    if (whole and int(whole) > 0) or cents == 0:
-        n = int(whole or "0")
-        parts.append(f"{numbers.cardinal(whole or '0')} {major1 if n == 1 else major_n}")
+    # string tests, not int(whole): a 5,000-digit amount passes Python's int-from-string digit limit
+    if whole.strip("0") or cents == 0:
+        one = whole.lstrip("0") == "1"
+        parts.append(f"{numbers.cardinal(whole or '0')} {major1 if one else major_n}")
     if cents:
         parts.append(f"{numbers.cardinal(cents)} {minor1 if cents == 1 else minor_n}")
     return " and ".join(parts)
@@ -298,7 +299,7 @@ def _expand_ordinals(text: str) -> str:
     """1st -> first, 22nd -> twenty-second, 103rd -> one hundred third."""
     return re.sub(
         r"\b(\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th|ST|ND|RD|TH)\b",
-        lambda m: numbers.ordinal(int(m.group(1).replace(",", ""))),
+        lambda m: numbers.ordinal_of(m.group(1).replace(",", "")),
         text,
     )
 

@@ -66,6 +66,15 @@ def ordinal(n: int) -> str:
     return _us_style(num2words(n, to="ordinal"))
 
 
+def ordinal_of(s: str) -> str:
+    """Ordinal words of a digit string; one too long for a cardinal (an identifier) is read digit by digit
+    with its last digit ordinal ('1234567890123456th' -> '... five sixth'), never through int(), which
+    refuses strings over 4,300 digits."""
+    if len(s) > MAX_CARDINAL_DIGITS:
+        return f"{digits(s[:-1])} {ordinal(int(s[-1]))}"
+    return ordinal(int(s))
+
+
 def year(n: int) -> str:
     """1999 -> 'nineteen ninety-nine', 2005 -> 'two thousand five', 2019 -> 'twenty nineteen'."""
     return _us_style(num2words(n, to="year"))
