@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     lt.add_argument("--raters", type=int, default=50)
     lt.add_argument("--timeout", type=float, default=120.0, help="overall deadline in seconds")
     lt.add_argument("--db", help="SQLite file of that server, to count stored/duplicated/lost answers")
-    lt.add_argument("--no-audio", action="store_true", help="don't download the audio of each item")
+    lt.add_argument("--no-audio", action="store_true",
+                    help="don't download the audio (the server then refuses every answer with 425: a bot check)")
     args = ap.parse_args(argv)
 
     if args.cmd == "serve":
