@@ -355,3 +355,19 @@ def test_huge_amounts_and_ordinals_are_read_digit_by_digit(text: str):
 
     words = normalize(text)
     assert words.startswith(("nine nine nine", "one one one", "five zero zero zero")) and "4300" not in words
+
+
+# --- item 14: clean-up keeps the words --------------------------------------------------------------------
+@pytest.mark.parametrize("text,words", [
+    ("a \u2260 b", "a not equal to b"),
+    ("re\u0301sume\u0301 please", "resume please"),  # decomposed accents
+    ("Hel\u200blo there", "Hello there"),  # zero-width space
+    ("re\u00adsume", "resume"),  # soft hyphen
+    ("Hel\x7flo", "Hello"),  # DEL
+    ("\ufeffHello", "Hello"),  # a BOM inside the text
+    ("10\u20ac 5 times", "ten euros five times"),
+])
+def test_cleanup_keeps_the_words(text: str, words: str):
+    from tts.text.normalizer import normalize
+
+    assert normalize(text) == words

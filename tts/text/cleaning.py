@@ -31,6 +31,8 @@ CHAR_MAP: dict[str, str] = {
     "\u00f8": "o", "\u00d8": "O", "\u0142": "l", "\u0141": "L", "\u0111": "d", "\u0110": "D",
     "\u00f0": "d", "\u00d0": "D", "\u00fe": "th", "\u00de": "Th", "\u0131": "i",
     "\u00bf": "", "\u00a1": "",
+    # NFKD would give "=" (+ a combining overlay): read as "equals", the opposite of what it says
+    "\u2260": " not equal to ",
 }
 
 # Whitespace-like control characters become spaces; other controls are dropped.
@@ -43,12 +45,15 @@ def clean_characters(text: str) -> str:
     Dropped characters (anything not printable ASCII and not in KEPT_SYMBOLS after
     transliteration) are reported in one logged warning per call.
     """
-    mapped = "".join(CHAR_MAP.get(ch, ch) for ch in text)
+    # NFC first: a decomposed accent ("e" + U+0301) becomes one letter, transliterated as a whole
+    mapped = "".join(CHAR_MAP.get(ch, ch) for ch in unicodedata.normalize("NFC", text))
     kept: list[str] = []
     dropped: list[str] = []
     for ch in mapped:
         if ch in WHITESPACE_CONTROLS:
             kept.append(" ")
+        elif _invisible(ch):
+            continue  # inside a word ("re\u00adsume", "Hel\u200blo"): a space here would split it
         elif " " <= ch <= "~" or ch in KEPT_SYMBOLS:
             kept.append(ch)
         else:
@@ -68,6 +73,13 @@ def clean_characters(text: str) -> str:
     return "".join(kept)
 
 
+def _invisible(ch: str) -> bool:
+    """Characters that are no glyph of their own: format characters (zero-width space and joiners, soft
+    hyphen, BOM, direction marks), combining marks left over after NFC, and DEL (a deleted byte, found
+    inside words).  Other control characters stay reported drops that separate words."""
+    return ch == "\x7f" or unicodedata.category(ch) in ("Cf", "Mn", "Me")
+
+
 def _transliterate(ch: str) -> str:
     """ASCII form of one character via NFKD (é -> e, ﬁ -> fi, ² -> 2), or "" if there is none."""
     decomposed = unicodedata.normalize("NFKD", ch)
@@ -75,6 +87,7 @@ def _transliterate(ch: str) -> str:
     # Only accept a decomposition whose remainder is combining marks; otherwise the
     # character is something else (e.g. a symbol) and its ASCII fragment would be misleading.
     rest = [c for c in decomposed if not (" " <= c <= "~")]
-    if ascii_part and all(unicodedata.category(c).startswith("M") for c in rest):
+    # A mark on a symbol changes what it says (U+2260 is "=" + an overlay): only letters and digits keep theirs.
+    if ascii_part and all(unicodedata.category(c).startswith("M") for c in rest) and (not rest or ascii_part.isalnum()):
         return ascii_part
     return ""

@@ -188,8 +188,9 @@ def _expand_negatives(text: str) -> str:
     return re.sub(r"(?<![\w.,)-])-(?=[$£€]?\.?\d)", "minus ", text)
 
 
+# Not right after a number: in "10€ 5 times" the € belongs to the 10 (_MONEY_AFTER_RE), not to the 5.
 _MONEY_RE = re.compile(
-    r"([$£€])\s?(" + NUM + r")(?:\s?(" + "|".join(MONEY_SCALES) + r")\b)?"
+    r"(?<![\d.])(?<![\d.] )([$£€])\s?(" + NUM + r")(?:\s?(" + "|".join(MONEY_SCALES) + r")\b)?"
 )
 _MONEY_AFTER_RE = re.compile(r"(?<![\w.])(" + NUM + r")\s?([€£¢])")
 
