@@ -104,10 +104,11 @@ class SynthesisResult:
     sentences: list[str]
     timings: Timings
     notes: list[str] = field(default_factory=list)  # e.g. AR failures, skipped sentences
+    streamed_samples: int = 0  # samples handed to `synthesize(sink=...)` (then `wave` is empty)
 
     @property
     def seconds(self) -> float:
-        return self.wave.numel() / self.sample_rate
+        return (self.wave.numel() + self.streamed_samples) / self.sample_rate
 
     @property
     def rtf(self) -> float:
@@ -389,7 +390,8 @@ class Synthesizer:
     def synthesize(self, text: str, batch_size: int = 8, refine_steps: int | None = None, speed: float | None = None,
                    pitch_shift: float | None = None, progress: Callable[[int, int], None] | None = None,
                    temperature: float | None = None, seed: int = 0, ar_retries: int = 0,
-                   fail_on_ar_failure: bool = False) -> SynthesisResult:
+                   fail_on_ar_failure: bool = False, sink: Callable[[torch.Tensor], None] | None = None
+                   ) -> SynthesisResult:
         """Speak `text` sentence by sentence, `batch_size` sentences at a time, `pause_s` between them.
         `seed` fixes the NAR refiner's starting noise: sentence k's noise comes from item_noise_seed(seed, k),
         whatever the batch size, so the same call gives the same audio and a sentence sounds the same alone
@@ -399,7 +401,11 @@ class Synthesizer:
         is split at clause boundaries (`split_clause`) and spoken in parts, never refused.  An AR sentence
         whose attention failed is spoken again alone with up to `ar_retries` other seeds; one still failing
         is a note, or a SynthesisError naming it when `fail_on_ar_failure`.  Non-finite audio is always a
-        SynthesisError: it is never returned."""
+        SynthesisError: it is never returned.
+
+        sink: called with each piece of audio [N] (a sentence, a pause) in order as soon as its batch is
+        vocoded, instead of keeping the whole wave (memory stays one batch, whatever the length of the text;
+        the result's `wave` is then empty and `streamed_samples` counts what the sink got)."""
         t0 = time.perf_counter()
         ctl = dict(refine_steps=refine_steps, temperature=temperature, speed=speed, pitch_shift=pitch_shift)
         self.controls(**ctl)  # an unsupported or out-of-range control: before any work
@@ -424,15 +430,22 @@ class Synthesizer:
                    ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
         pause = torch.zeros(int(self.pause_s * self.mel_config.sample_rate))
         pieces: list[torch.Tensor] = []
+        streamed = 0
         for start in range(0, len(encoded), batch_size):
             chunk = encoded[start : start + batch_size]
             # seeds by position in the sentence stream, not in the batch
-            for wave in self._speak(chunk, list(range(start, start + len(chunk))), run):
-                pieces += [wave, pause]
+            for k, wave in enumerate(self._speak(chunk, list(range(start, start + len(chunk))), run)):
+                for piece in ([pause] if start + k > 0 else []) + [wave]:  # pauses between sentences only
+                    if sink is None:
+                        pieces.append(piece)
+                    else:
+                        sink(piece)
+                        streamed += piece.numel()
             if progress is not None:
                 progress(min(start + batch_size, len(encoded)), len(encoded))
-        wave = torch.cat(pieces[:-1])
-        return SynthesisResult(wave, self.mel_config.sample_rate, [s for s, _ in encoded], timings, notes)
+        wave = torch.cat(pieces) if pieces else torch.zeros(0)
+        return SynthesisResult(wave, self.mel_config.sample_rate, [s for s, _ in encoded], timings, notes,
+                               streamed_samples=streamed)
 
     def _encode_splitting(self, sentence: str) -> list[tuple[str, list[int]]]:
         """(text, ids) of `sentence`, cut at clause boundaries into as many parts as the frontend's

@@ -188,17 +188,42 @@ def reserve_output(path: Path) -> Path:
     return Path(tmp)
 
 
-def write_output(tmp: Path, path: Path, wave: torch.Tensor, sample_rate: int) -> None:
-    """The wave [N] as 16-bit PCM into the reserved temp file, then renamed over `path` (atomic: a reader or
-    an earlier file never sees half a wav)."""
-    samples = wave.detach().cpu().float().numpy().reshape(-1)
-    if not np.isfinite(samples).all():  # the inference path refuses these; never write one whatever happens
-        raise OutputError("refusing to write non-finite audio")
-    try:
-        sf.write(str(tmp), np.clip(samples, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV")
-        os.replace(tmp, path)
-    except (OSError, RuntimeError) as e:  # disk full (soundfile raises LibsndfileError, a RuntimeError)
-        raise OutputError(f"writing {path} failed: {e}") from None
+class WavStream:
+    """16-bit PCM written piece by piece into the reserved temp file as synthesis makes it (memory stays one
+    batch for any length of text); `commit` renames it over --out (atomic: a reader or an earlier file never
+    sees half a wav).  Disk full while writing is an OutputError; the caller removes the temp file."""
+
+    def __init__(self, tmp: Path, path: Path, sample_rate: int) -> None:
+        self.tmp, self.path = tmp, path
+        try:
+            self.file = sf.SoundFile(str(tmp), "w", samplerate=sample_rate, channels=1, subtype="PCM_16", format="WAV")
+        except (OSError, RuntimeError) as e:  # soundfile raises LibsndfileError, a RuntimeError
+            raise OutputError(f"cannot write {tmp}: {e}") from None
+
+    def write(self, wave: torch.Tensor) -> None:
+        samples = wave.detach().cpu().float().numpy().reshape(-1)
+        if not np.isfinite(samples).all():  # the inference path refuses these; never write one whatever happens
+            raise OutputError("refusing to write non-finite audio")
+        try:
+            self.file.write(np.clip(samples, -1.0, 1.0))
+        except (OSError, RuntimeError) as e:  # disk full
+            raise OutputError(f"writing {self.path} failed: {e}") from None
+
+    def commit(self) -> None:
+        try:
+            self.file.close()  # writes the header's final sizes
+            os.replace(self.tmp, self.path)
+        except (OSError, RuntimeError) as e:
+            raise OutputError(f"writing {self.path} failed: {e}") from None
+
+    def close(self) -> None:
+        """Close without renaming (a no-op after `commit`)."""
+        if self.file.closed:
+            return
+        try:
+            self.file.close()
+        except (OSError, RuntimeError):
+            pass  # a failed run: the temp file is removed anyway
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,15 +257,20 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
         vocoder = args.vocoder or defaults["vocoder"]
         check_vocoder_path(vocoder)
         synth = Synthesizer.from_paths(acoustic, vocoder, device=args.device)
+        stream = WavStream(reserved[0], args.out, synth.mel_config.sample_rate)
         progress = None
         if not args.quiet:
             def progress(done: int, total: int) -> None:
                 if total > 1:
                     print(f"\r  {done}/{total} sentences", end="\n" if done == total else "", file=sys.stderr, flush=True)
-        result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
-                                  temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch, progress=progress,
-                                  seed=args.seed, ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed)
-        write_output(reserved[0], args.out, result.wave, result.sample_rate)
+        try:
+            result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
+                                      temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch,
+                                      progress=progress, seed=args.seed, ar_retries=args.ar_retries,
+                                      fail_on_ar_failure=not args.keep_failed, sink=stream.write)
+            stream.commit()
+        finally:
+            stream.close()  # after a failure or Ctrl-C: closed before main removes the temp file
     except TextError as e:
         return _fail(e, EXIT_TEXT)
     except MelConfigMismatchError as e:
