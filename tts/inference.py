@@ -54,6 +54,11 @@ def check_controls(controls: dict[str, Any]) -> None:
             raise ValueError(f"{name} must be a finite number in {allowed}, got {value!r}")
 
 
+# The silence between the parts of a sentence the frame guard cut: a comma's pause, shorter than the
+# pause between sentences (Synthesizer.pause_s).
+CLAUSE_PAUSE_S = 0.1
+
+
 class SynthesisError(RuntimeError):
     """A sentence could not be made into acceptable audio: non-finite samples (never written), or an AR
     attention failure that survived its retries when the caller asked failures to be errors."""
@@ -508,7 +513,7 @@ class Synthesizer:
                 continue
             for item in encoded:
                 index, run.next_index = run.next_index, run.next_index + 1
-                pieces += [*self._speak([item], [index], run), torch.zeros(int(0.1 * self.mel_config.sample_rate))]
+                pieces += [*self._speak([item], [index], run), torch.zeros(int(CLAUSE_PAUSE_S * self.mel_config.sample_rate))]
         return torch.cat(pieces[:-1]) if pieces else torch.zeros(0)
 
     def _retry_ar(self, item: tuple[str, list[int]], index: int, failure: ARFailure, wave: torch.Tensor,
