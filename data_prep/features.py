@@ -81,14 +81,21 @@ def compute_features(wave: torch.Tensor, mel_fn: MelSpectrogram) -> dict[str, An
     }
 
 
-def is_current(d: dict[str, Any], config: MelConfig, n_samples: int) -> bool:
+def pitch_is_current(d: dict[str, Any], config: MelConfig, n_samples: int) -> bool:
+    """A cached file's pitch was made the current way for this audio and frame grid (what a reader of the
+    pitch alone needs, e.g. the source-filter vocoder's data; a pitch-only file qualifies)."""
+    pitch = d.get("pitch")
     return (
         d.get("version") == FEATURE_VERSION
         and d.get("mel_config") == config.to_dict()
         and d.get("pitch_config") == PITCH_CONFIG
         and d.get("n_samples") == n_samples
-        and all(k in d for k in ("mel", "pitch", "energy"))
+        and isinstance(pitch, torch.Tensor) and pitch.shape == (config.n_frames(n_samples),)
     )
+
+
+def is_current(d: dict[str, Any], config: MelConfig, n_samples: int) -> bool:
+    return pitch_is_current(d, config, n_samples) and all(k in d for k in ("mel", "energy"))
 
 
 @dataclass

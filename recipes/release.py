@@ -158,7 +158,7 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
             if rel not in vocoder_rels:
                 voc.check_mel_config(checkpoint.load(stage / rel).mel_config, f"shipped {rel}")
         controls = {name: inference_controls(stage / f"{name}.pt") for name, src in acoustic.items() if src}
-        summary = {"files": {**files, **kept}, "total_mb": total, "default": dict(default), "controls": controls}
+        summary = {"files": {**files, **kept}, "total_mb": total, "default": dict(default)}
         for rel in files:
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(stage / rel, out_dir / rel)

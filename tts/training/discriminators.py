@@ -26,6 +26,15 @@ class Judgement:
     features: list[list[torch.Tensor]]  # its intermediate activations (feature matching)
 
 
+def judge(convs: nn.ModuleList, out: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Run a sub-discriminator's conv stack (leaky ReLU after each) -> (score map, every activation)."""
+    features = []
+    for conv in convs:
+        x = nn.functional.leaky_relu(conv(x), 0.1)
+        features.append(x)
+    return out(x), features
+
+
 class SpectrogramDiscriminator(nn.Module):
     """log |STFT| [B, 1, F, T] -> 2-D convs (strided along frequency)."""
 
@@ -45,12 +54,7 @@ class SpectrogramDiscriminator(nn.Module):
 
     def forward(self, wave: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         spec = torch.stft(wave.float(), self.n_fft, self.hop, window=self.window, return_complex=True)
-        x = spec.abs().clamp_min(1e-5).log()[:, None]  # [B, 1, F, T]
-        features = []
-        for conv in self.convs:
-            x = nn.functional.leaky_relu(conv(x), 0.1)
-            features.append(x)
-        return self.out(x), features
+        return judge(self.convs, self.out, spec.abs().clamp_min(1e-5).log()[:, None])  # [B, 1, F, T] in
 
 
 class PeriodDiscriminator(nn.Module):
@@ -70,12 +74,7 @@ class PeriodDiscriminator(nn.Module):
         b, n = wave.shape
         pad = (-n) % self.period
         x = nn.functional.pad(wave, (0, pad), mode="reflect" if pad < n else "constant")
-        x = x.view(b, 1, -1, self.period)
-        features = []
-        for conv in self.convs:
-            x = nn.functional.leaky_relu(conv(x), 0.1)
-            features.append(x)
-        return self.out(x), features
+        return judge(self.convs, self.out, x.view(b, 1, -1, self.period))
 
 
 class LightDiscriminator(nn.Module):

@@ -48,6 +48,18 @@ def log_vocoder_media(logger: Any, step: int, mel_config: Any, utt_id: str, n_fr
     tb.add_image(f"val/{utt_id}/mel_ground_truth", colour_image(mel_ref), step)
 
 
+def validate_vocoder(module: pl.LightningModule, batch: Any, batch_idx: int, mel: nn.Module, step: int,
+                     log_audio_items: int) -> None:
+    """A vocoder trainer's validation of one whole utterance through the inference path: logs val/mel_l1
+    (our mel of the generated against the real wave) and, for the first `log_audio_items`, the media."""
+    out = module.model(batch.mels, batch.mel_lengths)  # WaveOutput: wave [B, T * hop]
+    mel_hat, mel_ref = mel(out.wave), mel(batch.waves)  # [B, M, T + 1]; the real wave is zero-padded
+    module.log("val/mel_l1", (mel_hat - mel_ref).abs().mean(), prog_bar=True, batch_size=len(batch), sync_dist=True)
+    if batch_idx < log_audio_items and module.global_rank == 0:
+        log_vocoder_media(module.logger, step, module.meta.mel_config, batch.ids[0], int(batch.mel_lengths[0]),
+                          out.wave[0], batch.waves[0], mel_hat[0], mel_ref[0])
+
+
 class AcousticModule(pl.LightningModule):
     """Trains any acoustic model exposing `loss(batch: Batch) -> LossOutput`.
 

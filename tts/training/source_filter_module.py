@@ -34,7 +34,7 @@ from tts.training.discriminators import (
     generator_adversarial_loss,
 )
 from tts.training.losses import MultiResolutionSTFTLoss
-from tts.training.module import log_vocoder_media
+from tts.training.module import validate_vocoder
 from tts.vocoder.data import VocoderBatch
 from tts.vocoder.dsp import fill_unvoiced
 from tts.vocoder.source_filter import SourceFilterVocoder
@@ -183,24 +183,15 @@ class SourceFilterModule(pl.LightningModule):
 
     # --- validation: whole utterances through the inference path -------------------------------------
     def validation_step(self, batch: VocoderBatch, batch_idx: int) -> None:
-        out = self.model(batch.mels, batch.mel_lengths)  # WaveOutput [B, T * hop]
-        mel_hat, mel_ref = self.mel(out.wave), self.mel(batch.waves)
-        b = len(batch)
-        self.log("val/mel_l1", (mel_hat - mel_ref).abs().mean(), prog_bar=True, batch_size=b, sync_dist=True)
-        if batch.pitch is not None:
+        validate_vocoder(self, batch, batch_idx, self.mel, self.global_step, self.log_audio_items)
+        if batch.pitch is not None:  # the F0 and voicing the inference path decides, against the corpus's
             with torch.no_grad():
-                params = self.model.frame_params(batch.mels)
-                f0_hat, voiced_hat = self.model.decode(params)
+                f0_hat, voiced_hat = self.model.decode(self.model.frame_params(batch.mels))
             m = f0_metrics(f0_hat[0], voiced_hat[0], batch.pitch[0])
+            b = len(batch)
             if not torch.isnan(m["f0_rmse_cents"]):
                 self.log("val/f0_rmse_cents", m["f0_rmse_cents"], batch_size=b, sync_dist=True)
             self.log("val/vuv_error", m["vuv_error"], batch_size=b, sync_dist=True)
-        if batch_idx < self.log_audio_items and self.global_rank == 0:
-            self._log_media(batch, out.wave, mel_hat, mel_ref)
-
-    def _log_media(self, batch: VocoderBatch, wave: torch.Tensor, mel_hat: torch.Tensor, mel_ref: torch.Tensor) -> None:
-        log_vocoder_media(self.logger, self.global_step, self.meta.mel_config, batch.ids[0], int(batch.mel_lengths[0]),
-                          wave[0], batch.waves[0], mel_hat[0], mel_ref[0])
 
     def configure_optimizers(self):
         opts = [self.optimizer_factory(params=self.model.parameters())]

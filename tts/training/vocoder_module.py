@@ -31,7 +31,7 @@ from torch import nn
 from tts.audio import MelSpectrogram
 from tts.checkpoint import CheckpointMeta
 from tts.training.losses import MultiResolutionSTFTLoss
-from tts.training.module import log_vocoder_media
+from tts.training.module import validate_vocoder
 from tts.vocoder.data import VocoderBatch
 from tts.vocoder.hifigan import HifiGanVocoder
 
@@ -196,17 +196,7 @@ class VocoderGanModule(pl.LightningModule):
 
     # --- validation: full utterances, the real inference path --------------------------------------
     def validation_step(self, batch: VocoderBatch, batch_idx: int) -> None:
-        out = self.model(batch.mels, batch.mel_lengths)  # WaveOutput: wave [B, T * hop]
-        mel_hat = self.mel(out.wave)  # [B, M, T + 1]
-        mel_ref = self.mel(batch.waves)  # [B, M, T + 1], the zero-padded real wave
-        l1 = (mel_hat - mel_ref).abs().mean()
-        self.log("val/mel_l1", l1, prog_bar=True, batch_size=len(batch), sync_dist=True)
-        if batch_idx < self.log_audio_items and self.global_rank == 0:
-            self._log_media(batch, out.wave, mel_hat, mel_ref)
-
-    def _log_media(self, batch: VocoderBatch, wave: torch.Tensor, mel_hat: torch.Tensor, mel_ref: torch.Tensor) -> None:
-        log_vocoder_media(self.logger, self.iteration, self.meta.mel_config, batch.ids[0], int(batch.mel_lengths[0]),
-                          wave[0], batch.waves[0], mel_hat[0], mel_ref[0])
+        validate_vocoder(self, batch, batch_idx, self.mel, self.iteration, self.log_audio_items)
 
     # --- optimisers and checkpoints -----------------------------------------------------------------
     def configure_optimizers(self):

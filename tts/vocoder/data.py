@@ -137,7 +137,7 @@ class VocoderDataset(Dataset[VocoderItem]):
     def _pitch(self, utt_id: str, wave: torch.Tensor, n_frames: int) -> torch.Tensor:
         """Frame F0 [T] Hz of the utterance: from the feature cache when its pitch was made the current
         way for this audio and frame grid (the mel and energy entries are not needed), else computed."""
-        from data_prep.features import FEATURE_VERSION, PITCH_CONFIG, compute_pitch
+        from data_prep.features import compute_pitch, pitch_is_current
 
         path = self.root / "features" / f"{utt_id}.pt"
         if path.is_file():
@@ -145,9 +145,7 @@ class VocoderDataset(Dataset[VocoderItem]):
                 d = torch.load(path, map_location="cpu", weights_only=True)
             except Exception:  # corrupt cache: recompute rather than fail a training run
                 d = {}
-            if (d.get("version") == FEATURE_VERSION and d.get("pitch_config") == PITCH_CONFIG
-                    and d.get("mel_config") == self.mel_config.to_dict() and d.get("n_samples") == wave.shape[0]
-                    and isinstance(d.get("pitch"), torch.Tensor) and d["pitch"].shape == (n_frames,)):
+            if pitch_is_current(d, self.mel_config, int(wave.shape[0])):
                 return d["pitch"].float()
         return torch.from_numpy(compute_pitch(wave.numpy(), self.mel_config, n_frames))
 

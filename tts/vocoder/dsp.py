@@ -77,10 +77,10 @@ def fill_unvoiced(f0: torch.Tensor, default_hz: float) -> torch.Tensor:
     voiced = torch.nonzero(f0 > 0).flatten()
     if voiced.numel() == 0:
         return torch.full_like(f0, default_hz)
-    t = torch.arange(f0.shape[0], dtype=torch.float32)
-    idx = torch.searchsorted(voiced, torch.arange(f0.shape[0])).clamp(1, max(voiced.numel() - 1, 1))
     if voiced.numel() == 1:
         return torch.full_like(f0, float(f0[voiced[0]]))
+    t = torch.arange(f0.shape[0], dtype=torch.float32)
+    idx = torch.searchsorted(voiced, torch.arange(f0.shape[0])).clamp(1, voiced.numel() - 1)
     left, right = voiced[idx - 1], voiced[idx]
     w = ((t - left.float()) / (right - left).float()).clamp(0, 1)
     filled = f0[left] * (1 - w) + f0[right] * w
@@ -90,12 +90,13 @@ def fill_unvoiced(f0: torch.Tensor, default_hz: float) -> torch.Tensor:
 # --- frame -> sample interpolation ----------------------------------------------------------------
 def frame_to_samples(x: torch.Tensor, first_frame: int, n_frames_total: int | None, s0: int, s1: int,
                      hop: int) -> torch.Tensor:
-    """Linear interpolation of frame values to samples [s0, s1).
+    """Linear interpolation of frame values to samples [s0, s1), frame t sitting at sample t * hop.
 
-    x [B, F]: values of frames [first_frame, first_frame + F).  n_frames_total: the utterance's frame
-    count T when known (frames >= T hold frame T - 1), None in the middle of a stream (then every frame
-    needed must be in x).  Frames < 0 hold frame 0 (only ever needed at the utterance start, which x
-    then contains).  Returns [B, s1 - s0] in x's dtype.
+    x [B, F, ...]: values of frames [first_frame, first_frame + F).  n_frames_total: the utterance's
+    frame count T when known (frames >= T hold frame T - 1), None in the middle of a stream (then every
+    frame needed must be in x).  Frames < 0 hold frame 0 (only ever needed at the utterance start, which
+    x then contains).  Returns [B, s1 - s0, ...] in x's dtype.  "Samples" may be any finer grid: the
+    synthesis frames use it with hop = the mel hop / the synthesis hop.
     """
     t0 = s0 // hop  # frame at or before the first sample
     t1 = (s1 - 1) // hop + 1  # one past the frame after the last sample's
@@ -104,11 +105,12 @@ def frame_to_samples(x: torch.Tensor, first_frame: int, n_frames_total: int | No
     if int(frames.min()) < 0 or int(frames.max()) >= x.shape[1]:
         raise ValueError(f"frames {t0}..{t1} needed (clamped to 0..{last}), have {first_frame}.."
                          f"{first_frame + x.shape[1] - 1}")
-    v = x[:, frames]  # [B, n + 1]
-    ramp = torch.arange(hop, device=x.device, dtype=x.dtype) / hop  # [hop]
+    v = x[:, frames]  # [B, n + 1, ...]
+    rest = x.shape[2:]
+    ramp = (torch.arange(hop, device=x.device, dtype=x.dtype) / hop).view(hop, *([1] * len(rest)))  # [hop, 1...]
     # sample t * hop + k = v[t] + k / hop * (v[t + 1] - v[t]), built per frame then flattened
-    per_frame = v[:, :-1, None] + (v[:, 1:] - v[:, :-1])[:, :, None] * ramp  # [B, n, hop]
-    flat = per_frame.reshape(x.shape[0], -1)
+    per_frame = v[:, :-1, None] + (v[:, 1:] - v[:, :-1])[:, :, None] * ramp  # [B, n, hop, ...]
+    flat = per_frame.reshape(x.shape[0], -1, *rest)
     return flat[:, s0 - t0 * hop : s1 - t0 * hop]
 
 
@@ -161,12 +163,17 @@ def pulse_train(phase: torch.Tensor, f0: torch.Tensor, sample_rate: int, cutoff_
 
 
 # --- filters ------------------------------------------------------------------------------------------
+def _log_response(cepstrum: torch.Tensor, n_fft: int) -> torch.Tensor:
+    """Cepstrum [..., L] -> complex log frequency response FFT(c) [..., n_fft // 2 + 1]."""
+    if cepstrum.shape[-1] > n_fft // 2:
+        raise ValueError(f"cepstrum of {cepstrum.shape[-1]} coefficients needs n_fft >= {2 * cepstrum.shape[-1]}")
+    return torch.fft.rfft(cepstrum.float(), n=n_fft)
+
+
 def magnitude_response(cepstrum: torch.Tensor, n_fft: int) -> torch.Tensor:
     """Cepstrum [..., L] -> real, zero-phase magnitude response [..., n_fft // 2 + 1] with the same
     log-magnitude as `minimum_phase_response` (enough for noise, whose phase is random anyway)."""
-    if cepstrum.shape[-1] > n_fft // 2:
-        raise ValueError(f"cepstrum of {cepstrum.shape[-1]} coefficients needs n_fft >= {2 * cepstrum.shape[-1]}")
-    return torch.exp(torch.fft.rfft(cepstrum.float(), n=n_fft).real)
+    return torch.exp(_log_response(cepstrum, n_fft).real)
 
 
 def minimum_phase_response(cepstrum: torch.Tensor, n_fft: int) -> torch.Tensor:
@@ -176,9 +183,7 @@ def minimum_phase_response(cepstrum: torch.Tensor, n_fft: int) -> torch.Tensor:
     cepstrum gives a minimum-phase filter (as HTS's MLSA filter is); L < n_fft / 2 bounds how fine a
     spectral detail it can draw (L samples of quefrency ~ smoothing over sample_rate / L Hz).
     """
-    if cepstrum.shape[-1] > n_fft // 2:
-        raise ValueError(f"cepstrum of {cepstrum.shape[-1]} coefficients needs n_fft >= {2 * cepstrum.shape[-1]}")
-    log_response = torch.fft.rfft(cepstrum.float(), n=n_fft)
+    log_response = _log_response(cepstrum, n_fft)
     # polar(exp(re), im): the same as exp() of the complex log, several times cheaper on CPU
     return torch.polar(torch.exp(log_response.real), log_response.imag)
 
@@ -270,18 +275,10 @@ def render(inp: RenderInput, s0: int, s1: int, phase0: torch.Tensor, n_frames_to
     frames_h = torch.stack([harmonic, noise], 1).float().unfold(-1, w_len, h)  # [B, 2, J, W]
     n_j = frames_h.shape[2]
     spectra = torch.fft.rfft(frames_h * window, dim=-1)  # [B, 2, J, W/2+1]
-    # Filter of synthesis frame j: cepstra interpolated at mel-frame position j / r.
-    pos = torch.arange(j0, j0 + n_j, device=f0.device)
-    t = torch.div(pos, syn.ratio, rounding_mode="floor")
-    frac = ((pos - t * syn.ratio).float() / syn.ratio)[None, :, None]
-    last = inp.first_frame + inp.f0.shape[1] - 1 if n_frames_total is None else n_frames_total - 1
-    lo = t.clamp(0, last) - inp.first_frame
-    hi = (t + 1).clamp(0, last) - inp.first_frame
-    if int(lo.min()) < 0 or int(hi.max()) >= inp.f0.shape[1]:
-        raise ValueError("render: cepstra do not cover the synthesis frames")
-
+    # Filter of synthesis frame j: cepstra interpolated at mel-frame position j / r (the same linear
+    # interpolation as F0, on the grid of synthesis frames).
     def at_frames(c: torch.Tensor) -> torch.Tensor:  # [B, F, L] -> [B, J, L]
-        return c[:, lo] * (1 - frac) + c[:, hi] * frac
+        return frame_to_samples(c, inp.first_frame, n_frames_total, j0, j0 + n_j, syn.ratio)
 
     resp_h = minimum_phase_response(at_frames(inp.harmonic_cepstrum), w_len)  # [B, J, W/2+1]
     resp_n = magnitude_response(at_frames(inp.noise_cepstrum), w_len)

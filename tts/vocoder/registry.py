@@ -41,9 +41,6 @@ SHIPPED = {
 NAMES = (GRIFFIN_LIM, *SHIPPED, SPEECHBRAIN_LJ)
 
 
-def shipped_vocoder_path(name: str) -> Path:
-    return SHIPPED[name][0]
-
 
 def mel_config_node(mel_config: MelConfig) -> dict[str, Any]:
     """A MelConfig as a Hydra node (what `instantiate` turns back into the dataclass)."""

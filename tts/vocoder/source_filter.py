@@ -112,6 +112,8 @@ class SourceFilterVocoder(Vocoder):
         self.head = nn.Conv1d(c, self.bins.n_bins + 1 + self.n_harmonic + self.n_noise, 1)
         # Frames of mel on each side that influence one output frame of the network.
         self.receptive_frames = (kernel_size - 1) // 2 + sum(b.reach for b in self.blocks)
+        # The synthesis window, made once (render runs per chunk when streaming); not saved in checkpoints.
+        self.register_buffer("synthesis_window", torch.hann_window(int(window)), persistent=False)
         # Log-mel scale: [log_floor, 0] -> [-1, 1] (derived from the mel config, not learned).
         self.mel_offset = mel_config.log_floor / 2
         self._init_head()
@@ -153,31 +155,30 @@ class SourceFilterVocoder(Vocoder):
     def _render(self, params: FrameParams, f0: torch.Tensor, voiced: torch.Tensor, s0: int, s1: int,
                 phase0: torch.Tensor, n_frames_total: int | None, phase_at: int | None = None):
         inp = RenderInput(f0, voiced, params.harmonic_cepstrum, params.noise_cepstrum, params.first_frame)
-        window = torch.hann_window(self.synthesis.window, device=f0.device)
-        return render(inp, s0, s1, phase0, n_frames_total, self.synthesis, window, phase_at)
+        return render(inp, s0, s1, phase0, n_frames_total, self.synthesis, self.synthesis_window, phase_at)
 
     def _start_phase(self, batch: int, device: torch.device) -> torch.Tensor:
         return torch.zeros(batch, dtype=torch.float64, device=device)
+
+    def _render_whole(self, params: FrameParams, f0: torch.Tensor, voiced: torch.Tensor) -> torch.Tensor:
+        """All T frames of params as one utterance: -> wave [B, T * hop] (unclamped)."""
+        t = f0.shape[-1]
+        wave, _ = self._render(params, f0, voiced, 0, t * self.mel_config.hop_length,
+                               self._start_phase(f0.shape[0], f0.device), t)
+        return wave
 
     # --- training ---------------------------------------------------------------------------------
     def train_forward(self, mel: torch.Tensor, f0: torch.Tensor, voiced: torch.Tensor) -> SourceFilterOutput:
         """Teacher-forced: mel [B, M, T], f0 [B, T] Hz (> 0, interpolated through unvoiced frames),
         voiced [B, T] 0/1 -> the wave of the T frames as if they were a whole utterance."""
         params = self.frame_params(mel)
-        t = mel.shape[-1]
-        wave, _ = self._render(params, f0, voiced, 0, t * self.mel_config.hop_length,
-                               self._start_phase(mel.shape[0], mel.device), t)
-        return SourceFilterOutput(wave, params.f0_logits, params.voicing_logits)
+        return SourceFilterOutput(self._render_whole(params, f0, voiced), params.f0_logits, params.voicing_logits)
 
     # --- inference ----------------------------------------------------------------------------------
     def synthesize(self, mel: torch.Tensor) -> torch.Tensor:
         """One utterance (or a batch of equal length): mel [B, M, T] -> wave [B, T * hop]."""
         params = self.frame_params(mel)
-        f0, voiced = self.decode(params)
-        t = mel.shape[-1]
-        wave, _ = self._render(params, f0, voiced, 0, t * self.mel_config.hop_length,
-                               self._start_phase(mel.shape[0], mel.device), t)
-        return wave.clamp(-1, 1)
+        return self._render_whole(params, *self.decode(params)).clamp(-1, 1)
 
     def _generate(self, mel: torch.Tensor) -> torch.Tensor:
         return self.synthesize(mel)
