@@ -21,17 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from hydra.utils import instantiate
 from torch import nn
 
 from tts.audio import MelConfig, MelConfigMismatchError
+from tts.errors import CheckpointError  # defined torch-free: the ONNX runtime raises it too
 
 FORMAT = "tts-checkpoint-v1"
 LIGHTNING_PREFIX = "model."
-
-
-class CheckpointError(RuntimeError):
-    """A missing, corrupt or foreign checkpoint file."""
 
 
 @dataclass
@@ -68,6 +64,8 @@ class CheckpointMeta:
         )
 
     def build_model(self) -> nn.Module:
+        from hydra.utils import instantiate  # lazily: Hydra costs ~0.2 s of start-up
+
         return instantiate(self.model_config, **self.build_kwargs)
 
 
@@ -129,9 +127,11 @@ def global_step(raw: dict[str, Any]) -> int | None:
     return raw.get("global_step", raw["tts"].get("info", {}).get("global_step"))
 
 
-def load_weights(model: nn.Module, raw: dict[str, Any], error: str) -> None:
+def load_weights(model: nn.Module, raw: dict[str, Any], error: str, fresh_prefixes: tuple[str, ...] = ()) -> None:
     """Copy a checkpoint's weights into `model` as float32 (release files store fp16); a weight that
-    does not fit raises CheckpointError(`error`: details)."""
+    does not fit raises CheckpointError(`error`: details).  fresh_prefixes: parameters under these names
+    may be absent from the checkpoint and keep their fresh initialisation (a warm start into a model
+    with new parts, e.g. the NAR's block-mode prenet)."""
     sd = {k: v.float() if v.is_floating_point() else v for k, v in model_state_dict(raw).items()}
     # A NaN/inf weight (a flipped byte, a diverged run) makes NaN audio that a wav writer turns into a
     # full-scale DC click in every sample: such a file is corrupt, whatever its structure says.
@@ -139,6 +139,8 @@ def load_weights(model: nn.Module, raw: dict[str, Any], error: str) -> None:
     if bad:
         shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
         raise CheckpointError(f"{error}: corrupt: non-finite (NaN/inf) values in {len(bad)} weight tensor(s): {shown}")
+    if fresh_prefixes:
+        sd = {**{k: v for k, v in model.state_dict().items() if k.startswith(fresh_prefixes) and k not in sd}, **sd}
     try:
         model.load_state_dict(sd)
     except RuntimeError as e:
@@ -172,7 +174,8 @@ def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, fronte
         old, new = meta.frontend.get("symbols"), frontend.get("symbols")
         if old != new:
             raise CheckpointError(f"init_from {path}: its symbol table differs from this run's text frontend")
-    load_weights(model, raw, f"init_from {path}: weights do not fit this run's model")
+    load_weights(model, raw, f"init_from {path}: weights do not fit this run's model",
+                 tuple(getattr(model, "fresh_parameter_prefixes", ())))
     return {**meta.info, "global_step": global_step(raw)}
 
 

@@ -6,6 +6,11 @@ tokens [B, L] -> embedding + positions -> encoder FFT blocks -> h [B, L, D]
    -> decoder FFT blocks -> hidden [B, T, D] -> Linear -> coarse mel [B, M, T]
    -> refiner (optional): K Euler steps of shallow flow matching from the coarse mel -> mel
 
+Block mode (`block_sizes` set; tts/models/blockwise.py): the decoder is trained with block-causal masks of a
+block size drawn per batch and a prenet reading the previous block's (teacher-forced) mel, so that
+`infer(block_frames=B)` can decode it block by block with a bounded cache, and `stream_mels` hands each
+block's refined mel on as soon as it is determined.
+
 Feature normalisation lives inside the model (DESIGN.md section 2): the network predicts
 (log_mel - mel_mean) / mel_std with per-channel buffers (defaults: mean -6, std 2.5, scalars fitting
 natural-log speech mels, like the Tacotron 2 model); pitch/energy statistics live in the variance
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -34,12 +39,13 @@ from torch import nn
 
 from tts.data.batch import Batch, lengths_to_mask
 from tts.models.layers.length_regulator import check_durations, durations_from_log, regulate_length
-from tts.models.layers.transformer import FFTStack
+from tts.models.blockwise import BlockDecoder, BlockPrenet, DecodedBlock, StreamingRefiner
+from tts.models.layers.transformer import BlockLayout, FFTStack
 from tts.models.layers.variance import VarianceAdaptor, VarianceTargets
 from tts.models.outputs import LossOutput, MelOutput
-from tts.models.refiner import FlowMatchingRefiner
+from tts.models.refiner import FlowMatchingRefiner, per_item_noise
 
-__all__ = ["FastSpeech2", "FastSpeech2Output", "NARInferenceOutput"]
+__all__ = ["FastSpeech2", "FastSpeech2Output", "NARInferenceOutput", "NARPlan", "MelChunk"]
 
 _MEL_STD_FLOOR = 1e-2  # natural-log units; stats below this mean a constant channel
 
@@ -71,7 +77,32 @@ class NARInferenceOutput(MelOutput):
     truncated: torch.Tensor  # [B] bool, True where the max_frames guard cut the item
 
 
+@dataclass
+class NARPlan:
+    """The parallel part of inference (encoder, variance adaptor, length regulator), before the decoder."""
+
+    frames: torch.Tensor  # [B, T, D] length-regulated encoder frames
+    frame_mask: torch.Tensor  # [B, T] bool
+    mel_lengths: torch.Tensor  # [B]
+    durations: torch.Tensor  # [B, L] long
+    pitch: torch.Tensor  # [B, L] Hz
+    energy: torch.Tensor  # [B, L] raw
+    truncated: torch.Tensor  # [B] bool
+
+
+@dataclass
+class MelChunk:
+    """Frames [start, start + mels.shape[2]) of the final (refined) raw log-mel, in order (`stream_mels`)."""
+
+    start: int
+    mels: torch.Tensor  # [B, M, n] raw log-mel, the log floor on padded frames
+
+
 class FastSpeech2(nn.Module):
+    # block-mode parameters a warm start from a parallel checkpoint leaves at their fresh initialisation
+    # (tts.checkpoint.warm_start)
+    fresh_parameter_prefixes = ("block_prenet.",)
+
     def __init__(
         self,
         n_symbols: int,
@@ -107,6 +138,15 @@ class FastSpeech2(nn.Module):
         # inference
         min_token_frames: int = 0,
         max_frames: int = 4000,
+        # block mode (tts/models/blockwise.py): None = a parallel model.  Training draws one size per batch
+        # from block_sizes (0 = the whole utterance); validation uses block_val_frames; infer() uses
+        # block_frames unless told otherwise (0 = one block, the parallel decoder).
+        block_sizes: Sequence[int] | None = None,
+        block_past_frames: int = 64,
+        block_prenet_frames: int = 4,
+        block_prenet_dropout: float = 0.5,
+        block_val_frames: int = 16,
+        block_frames: int = 0,
         # normalisation defaults (replaced by set_data_statistics)
         mel_mean: float = -6.0,
         mel_std: float = 2.5,
@@ -128,6 +168,14 @@ class FastSpeech2(nn.Module):
         self.min_token_frames = min_token_frames
         self.max_frames = max_frames
         self.mel_pad_value = mel_pad_value
+        if block_sizes is not None and (not block_sizes or any(int(b) < 0 for b in block_sizes)):
+            raise ValueError(f"block_sizes must be a non-empty list of sizes >= 0 (0 = whole), got {block_sizes}")
+        if block_frames < 0 or block_val_frames < 1 or block_past_frames < 0:
+            raise ValueError("need block_frames >= 0, block_val_frames >= 1 and block_past_frames >= 0")
+        self.block_sizes = [int(b) for b in block_sizes] if block_sizes is not None else None
+        self.block_past_frames = block_past_frames
+        self.block_val_frames = block_val_frames
+        self.block_frames = block_frames if block_sizes is not None else 0
 
         def fft_stack(n_layers: int) -> FFTStack:
             return FFTStack(
@@ -146,6 +194,8 @@ class FastSpeech2(nn.Module):
         self.decoder = fft_stack(decoder_layers)
         self.mel_proj = nn.Linear(d_model, n_mels)
         self.refiner = refiner(n_mels=n_mels, cond_channels=d_model) if refiner is not None else None
+        self.block_prenet = (BlockPrenet(n_mels, d_model, block_prenet_frames, block_prenet_dropout)
+                             if block_sizes is not None else None)
         self.register_buffer("mel_mean", torch.full((n_mels,), float(mel_mean)))
         self.register_buffer("mel_std", torch.full((n_mels,), float(mel_std)))
 
@@ -210,9 +260,11 @@ class FastSpeech2(nn.Module):
         x = self.embedding(tokens.masked_fill(~token_mask, 0).clamp_min(0)) * self.embed_scale
         return self.encoder(x, token_mask)
 
-    def decode(self, frames: torch.Tensor, frame_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """frames [B, T, D] -> (decoder hidden [B, T, D], normalised coarse mel [B, M, T]), zero on padding."""
-        hidden = self.decoder(frames, frame_mask)
+    def decode(self, frames: torch.Tensor, frame_mask: torch.Tensor,
+               layout: BlockLayout | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """frames [B, T, D] -> (decoder hidden [B, T, D], normalised coarse mel [B, M, T]), zero on padding.
+        layout: block-causal decoding of the whole sequence at once (training in block mode)."""
+        hidden = self.decoder(frames, frame_mask, layout)
         mel = self.mel_proj(hidden).transpose(1, 2) * frame_mask[:, None, :].to(hidden.dtype)
         return hidden, mel
 
@@ -231,11 +283,27 @@ class FastSpeech2(nn.Module):
         h = self.encode(batch.tokens, token_mask)
         var = self.variance(h, token_mask, pitch_target=targets.pitch, energy_target=targets.energy)
         reg = regulate_length(var.hidden, durations, max_len=n_frames)
-        hidden, mel_coarse = self.decode(reg.frames, frame_mask)
         mel_target = self.normalise(batch.mels) * fmask[:, None, :]
+        frames, layout = reg.frames, None
+        if self.block_prenet is not None:
+            layout = BlockLayout(self._training_block_frames(n_frames), self.block_past_frames)
+            # teacher forcing: each block reads the ground-truth mel before its start
+            prenet = self.block_prenet.teacher_forced(mel_target, n_frames, layout.block_frames)
+            frames = frames + prenet * fmask[:, :, None]
+        hidden, mel_coarse = self.decode(frames, frame_mask, layout)
         return FastSpeech2Output(
             mel_coarse, mel_target, hidden, frame_mask, token_mask, var.log_durations, var.pitch, var.energy, targets
         )
+
+    def _training_block_frames(self, n_frames: int) -> int:
+        """One block size per batch: drawn from block_sizes in training (torch's RNG, so seeded runs
+        repeat), block_val_frames in eval mode; 0 means the whole batch's frames."""
+        assert self.block_sizes is not None
+        if self.training:
+            size = self.block_sizes[int(torch.randint(len(self.block_sizes), (1,)))]
+        else:
+            size = self.block_val_frames
+        return max(1, min(size, n_frames) if size > 0 else n_frames)
 
     def loss(self, batch: Batch) -> LossOutput:
         out = self(batch)
@@ -306,6 +374,7 @@ class FastSpeech2(nn.Module):
         temperature: float | None = None,
         durations: torch.Tensor | None = None,
         noise_seeds: Sequence[int] | None = None,
+        block_frames: int | None = None,
     ) -> NARInferenceOutput:
         """tokens [B, L], token_lengths [B] -> NARInferenceOutput (raw log-mel).  Call `.eval()` first.
 
@@ -322,13 +391,70 @@ class FastSpeech2(nn.Module):
         each item's starting noise comes from its own generator, so with the same seed an item's mel does
         not depend on its batch.  The early-stop decision is taken for the whole batch; everything else
         is per item.
+        block_frames: decode in blocks of this many frames (block-mode checkpoints only; None = the
+        model's default; 0 = one block, i.e. parallel).
         """
+        steps, temperature = self._refine_controls(refine_steps, temperature)
+        bf = self._check_block_frames(block_frames)
+        plan = self.prepare(tokens, token_lengths, speed, pitch_shift, pitch_scale, energy_scale, durations)
+        frame_mask = plan.frame_mask
+        if bf is None:
+            hidden, coarse = self.decode(plan.frames, frame_mask)
+        else:
+            blocks = list(self.block_decoder(bf or plan.frames.shape[1] or 1).blocks(plan.frames, frame_mask))
+            if blocks:
+                hidden = torch.cat([b.hidden for b in blocks], 1)
+                coarse = torch.cat([b.coarse for b in blocks], 2)
+            else:  # zero frames
+                hidden, coarse = self.decode(plan.frames, frame_mask)
+        coarse_raw = self.denormalise(coarse, frame_mask)
+        taken = 0
+        mels = coarse_raw
+        if self.refiner is not None and steps > 0:
+            refined = self.refiner.sample(
+                coarse, hidden.transpose(1, 2), frame_mask, steps, temperature, refine_early_stop, noise_seeds
+            )
+            mels, taken = self.denormalise(refined.mels, frame_mask), refined.steps_taken
+        return NARInferenceOutput(
+            mels=mels,
+            mel_lengths=plan.mel_lengths,
+            coarse_mels=coarse_raw,
+            durations=plan.durations,
+            refine_steps_taken=taken,
+            pitch=plan.pitch,
+            energy=plan.energy,
+            truncated=plan.truncated,
+        )
+
+    def _refine_controls(self, refine_steps: int | None, temperature: float | None) -> tuple[int, float]:
         steps = self.refine_steps if refine_steps is None else int(refine_steps)
         if steps < 0:
             raise ValueError(f"refine_steps must be >= 0, got {steps}")
         temperature = self.refine_temperature if temperature is None else float(temperature)
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
+        return steps, temperature
+
+    def _check_block_frames(self, block_frames: int | None) -> int | None:
+        """None = the parallel decoder (a parallel checkpoint); else the block size (0 = whole utterance)."""
+        bf = self.block_frames if block_frames is None else int(block_frames)
+        if bf < 0:
+            raise ValueError(f"block_frames must be >= 0 (0 = parallel), got {bf}")
+        if self.block_prenet is None:
+            if bf > 0:
+                raise ValueError("this checkpoint was trained for parallel decoding only (no block_sizes): "
+                                 "block_frames must be 0; train a block-mode model (experiment=nar_block_cpu_small)")
+            return None
+        return bf
+
+    def block_decoder(self, block_frames: int) -> BlockDecoder:
+        """The block-by-block decoder of this model's weights (block size in frames, >= 1)."""
+        return BlockDecoder(self.decoder, self.mel_proj, self.block_prenet, BlockLayout(block_frames, self.block_past_frames))
+
+    @torch.no_grad()
+    def prepare(self, tokens: torch.Tensor, token_lengths: torch.Tensor, speed: float = 1.0, pitch_shift: float = 0.0,
+                pitch_scale: float = 1.0, energy_scale: float = 1.0, durations: torch.Tensor | None = None) -> NARPlan:
+        """The parallel part of `infer` (same controls): tokens [B, L] -> NARPlan with frames [B, T, D]."""
         token_mask = lengths_to_mask(token_lengths, tokens.shape[1])
         h = self.encode(tokens, token_mask)
         var = self.variance(h, token_mask, pitch_shift=pitch_shift, pitch_scale=pitch_scale, energy_scale=energy_scale)
@@ -340,30 +466,55 @@ class FastSpeech2(nn.Module):
                 d = torch.round(d.float() / speed).long()
         reg = regulate_length(var.hidden, d, max_frames=self.max_frames)
         frame_mask = lengths_to_mask(reg.frame_lengths, reg.frames.shape[1])
-        hidden, coarse = self.decode(reg.frames, frame_mask)
-        coarse_raw = self.denormalise(coarse, frame_mask)
-        taken = 0
-        mels = coarse_raw
-        if self.refiner is not None and steps > 0:
-            refined = self.refiner.sample(
-                coarse, hidden.transpose(1, 2), frame_mask, steps, temperature, refine_early_stop, noise_seeds
-            )
-            mels, taken = self.denormalise(refined.mels, frame_mask), refined.steps_taken
-        return NARInferenceOutput(
-            mels=mels,
+        return NARPlan(
+            frames=reg.frames,
+            frame_mask=frame_mask,
             mel_lengths=reg.frame_lengths,
-            coarse_mels=coarse_raw,
             durations=reg.durations,
-            refine_steps_taken=taken,
             pitch=self.variance.pitch_to_hz(var.pitch_used, token_mask),
             energy=self.variance.energy_to_raw(var.energy_used, token_mask),
             truncated=reg.truncated,
         )
 
+    @torch.no_grad()
+    def stream_mels(self, plan: NARPlan, block_frames: int | None = None, refine_steps: int | None = None,
+                    temperature: float | None = None, noise_seeds: Sequence[int] | None = None) -> Iterator[MelChunk]:
+        """The decoder and refiner of `infer` block by block: yields the final raw log-mel in order, each
+        chunk as soon as it is determined (a block; with K refiner steps, K * R frames later, R the
+        refiner's receptive half-width).  Equals `infer`'s mels within float rounding (tests/test_streaming.py).
+        A parallel checkpoint (or block_frames 0) yields the whole utterance as one chunk."""
+        steps, temperature = self._refine_controls(refine_steps, temperature)
+        bf = self._check_block_frames(block_frames)
+        frame_mask, t_total = plan.frame_mask, plan.frames.shape[1]
+        if t_total == 0:
+            return
+        if bf is None:
+            hidden, coarse = self.decode(plan.frames, frame_mask)
+            blocks = iter([DecodedBlock(0, hidden, coarse)])
+        else:
+            blocks = self.block_decoder(bf or t_total).blocks(plan.frames, frame_mask)
+        refiner = None
+        if self.refiner is not None and steps > 0:
+            noise = per_item_noise(torch.Size((frame_mask.shape[0], self.n_mels, t_total)),
+                                   frame_mask.sum(dim=1).tolist(), noise_seeds).to(plan.frames.device, plan.frames.dtype)
+            refiner = StreamingRefiner(self.refiner, steps, temperature, noise, frame_mask)
+        done = 0
+        for block in blocks:
+            stop = block.start + block.coarse.shape[2]
+            if refiner is None:
+                ready = block.coarse
+            else:
+                ready = refiner.push(block.coarse, block.hidden.transpose(1, 2), final=stop >= t_total)
+            n = ready.shape[2]
+            if n:
+                yield MelChunk(done, self.denormalise(ready, frame_mask[:, done : done + n]))
+                done += n
+
     def num_parameters(self) -> dict[str, int]:
         """Parameter counts per part (for logs and reports)."""
         parts = {
             "embedding": self.embedding,
+            **({"block_prenet": self.block_prenet} if self.block_prenet is not None else {}),
             "encoder": self.encoder,
             "variance_adaptor": self.variance,
             "decoder": self.decoder,
