@@ -1,0 +1,10 @@
+"""Errors shared by the torch and the torch-free (ONNX) inference paths; importing this costs nothing."""
+
+
+class CheckpointError(RuntimeError):
+    """A missing, corrupt or foreign checkpoint file (or ONNX export)."""
+
+
+class SynthesisError(RuntimeError):
+    """A sentence could not be made into acceptable audio: non-finite samples (never written), or an AR
+    attention failure that survived its retries when the caller asked failures to be errors."""

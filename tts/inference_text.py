@@ -1,0 +1,109 @@
+"""The torch-free rules of the inference path, shared by `tts.inference.Synthesizer` (torch) and
+`tts.onnx_runtime.OnnxSynthesizer` (onnxruntime + numpy, which must not import torch): the range of each
+inference control, the shipped defaults (checkpoints/default.json), and the sentence rules (a final stop,
+clause cuts of a sentence the model cannot speak whole, the pause between clause parts).
+
+Everything here is plain Python, so importing it costs nothing at start-up (tts.benchmark cold-start).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from tts.errors import CheckpointError
+from tts.paths import CHECKPOINT_DIR
+
+DEFAULTS_FILE = CHECKPOINT_DIR / "default.json"
+
+# The range each inference control is meaningful in (inclusive; None = unbounded).  Outside it a model
+# makes silence or non-finite audio (a pitch shift of 100 semitones puts F0 above Nyquist; NaN/inf
+# propagate into every sample), so a value outside is refused before any work.
+CONTROL_RANGES: dict[str, tuple[float, float | None]] = {
+    "refine_steps": (0, None), "temperature": (0.0, 2.0), "speed": (0.1, 10.0), "pitch_shift": (-12.0, 12.0)}
+
+
+def check_controls(controls: dict[str, Any]) -> None:
+    """ValueError naming the first control that is not finite or lies outside CONTROL_RANGES."""
+    for name, value in controls.items():
+        if name not in CONTROL_RANGES or value is None:
+            continue
+        low, high = CONTROL_RANGES[name]
+        if not math.isfinite(float(value)) or value < low or (high is not None and value > high):
+            allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
+            raise ValueError(f"{name} must be a finite number in {allowed}, got {value!r}")
+
+
+# The silence between the parts of a sentence the frame guard cut: a comma's pause, shorter than the
+# pause between sentences (Synthesizer.pause_s).
+CLAUSE_PAUSE_S = 0.1
+
+# Clause boundaries a too-long sentence is cut at, strongest first: semicolons and colons, then commas,
+# brackets and dashes, then before a conjunction or relative word, then any space (a word boundary).
+_CLAUSE_BREAKS = (
+    re.compile(r"[;:]\s+"),
+    re.compile(r"[,)\]\u2014\u2013]\s+|\s+(?:--?|\u2014|\u2013)\s+"),
+    re.compile(r"\s+(?=(?:and|but|or|nor|so|yet|because|although|though|whereas|while|which|who|where|when|"
+               r"that|if|then)\b)", re.IGNORECASE),
+    re.compile(r"\s+"),
+)
+
+
+def split_clause(text: str) -> tuple[str, str] | None:
+    """`text` cut in two at its strongest clause boundary nearest the middle (a character cut in a text
+    without spaces); None for text too short to cut.  Used on sentences the model cannot speak whole."""
+    for pattern in _CLAUSE_BREAKS:
+        cuts = [m.end() for m in pattern.finditer(text) if m.start() > 0 and m.end() < len(text)]
+        cuts = [c for c in cuts if text[:c].strip() and text[c:].strip()]
+        if cuts:
+            cut = min(cuts, key=lambda c: abs(c - len(text) / 2))
+            return text[:cut].strip(), text[cut:].strip()
+    if len(text.strip()) < 2:
+        return None
+    middle = len(text) // 2
+    return text[:middle].strip(), text[middle:].strip()
+
+
+_TERMINAL = ".!?\u2026"
+_CLOSERS = "\"')]}\u00bb\u201d\u2019"
+
+
+def with_final_stop(sentence: str) -> str:
+    """`sentence` ending in terminal punctuation ("." added where it has none).  The models were trained on
+    sentences that end in one: without it a one-vowel utterance ("I", "eh") comes out as 0.2 s of
+    near-silence and any sentence is cut short, its last word unfinished."""
+    if sentence.rstrip(_CLOSERS)[-1:] in tuple(_TERMINAL):
+        return sentence
+    return sentence + "."
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def shipped_defaults() -> dict[str, Any]:
+    """checkpoints/default.json, THE visible file of the shipped inference settings (written by
+    recipes.release): "acoustic" (the default shipped model, "nar"/"ar"), "vocoder" (the default vocoder) and
+    "controls" (per shipped model name: the inference controls it speaks with, e.g. {"nar": {"refine_steps":
+    2, "temperature": 0.667}}), which every Synthesizer built on a shipped checkpoint applies."""
+    if not DEFAULTS_FILE.is_file():
+        raise CheckpointError(f"no shipped defaults: {DEFAULTS_FILE} is missing")
+    try:
+        defaults = json.loads(DEFAULTS_FILE.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} are not valid JSON: {e}") from e
+    if not isinstance(defaults, dict) or not {"acoustic", "vocoder"} <= set(defaults):
+        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} must name 'acoustic' and 'vocoder'")
+    return defaults
+
+
+def shipped_controls(acoustic_path: str | Path) -> dict[str, Any]:
+    """default.json's controls for a shipped acoustic file (checkpoints/NAME.pt); {} for any other file,
+    which speaks with the defaults stored in its own model config."""
+    path = Path(acoustic_path).resolve()
+    if path.parent != CHECKPOINT_DIR.resolve():
+        return {}
+    return dict((shipped_defaults().get("controls") or {}).get(path.stem) or {})
