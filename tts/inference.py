@@ -12,9 +12,7 @@ Every entry point goes through `Synthesizer` (tests/test_one_inference_path.py e
 from __future__ import annotations
 
 import inspect
-import json
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -135,6 +133,29 @@ class SystemSpec:
         """`synth.synthesize_items` with this system's controls (synth from `self.synthesizer()`)."""
         return synth.synthesize_items(texts, seed=seed, indices=indices, refine_steps=self.refine_steps,
                                       temperature=self.temperature)
+
+
+@dataclass
+class Part:
+    """One token sequence of a text being spoken: a sentence, or a clause part of a sentence too long for the
+    model (`Synthesizer.prepare`)."""
+
+    text: str
+    ids: list[int]
+    pause_s: float  # silence before it: 0 first, CLAUSE_PAUSE_S inside a sentence, the sentence pause otherwise
+
+
+@dataclass
+class Utterance:
+    """A text prepared for speaking (`Synthesizer.utterance`): its parts (part k's noise comes from (seed, k))
+    and the run that speaks them (seed, controls, notes, timings, repairs)."""
+
+    parts: list[Part]
+    run: "_Run"
+
+    @property
+    def notes(self) -> list[str]:
+        return self.run.notes
 
 
 @dataclass
@@ -334,14 +355,35 @@ class Synthesizer:
         sink: called with each piece of audio [N] (a sentence, a pause) in order as soon as its batch is
         vocoded, instead of keeping the whole wave (memory stays one batch, whatever the length of the text;
         the result's `wave` is then empty and `streamed_samples` counts what the sink got)."""
-        t0 = time.perf_counter()
-        ctl = dict(refine_steps=refine_steps, temperature=temperature, speed=speed, pitch_shift=pitch_shift)
-        self.controls(**ctl)  # an unsupported or out-of-range control: before any work
-        sentences = split_sentences(text) or [text]
-        encoded: list[tuple[str, list[int]]] = []
+        utt = self.utterance(text, seed=seed, refine_steps=refine_steps, temperature=temperature, speed=speed,
+                             pitch_shift=pitch_shift, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
+        n = len(utt.parts)
+        pieces: list[torch.Tensor] = []
+        streamed = 0
+        for start in range(0, n, batch_size):
+            ks = range(start, min(start + batch_size, n))
+            # seeds by position in the sentence stream, not in the batch
+            for k, wave in zip(ks, self.speak([(utt, k) for k in ks])):
+                for piece in [self.silence(utt.parts[k].pause_s), wave]:
+                    if sink is None:
+                        pieces.append(piece)
+                    elif piece.numel():
+                        sink(piece)
+                        streamed += piece.numel()
+            if progress is not None:
+                progress(ks[-1] + 1, n)
+        wave = torch.cat(pieces) if pieces else torch.zeros(0)
+        return SynthesisResult(wave, self.mel_config.sample_rate, [p.text for p in utt.parts], utt.run.timings,
+                               utt.run.notes, streamed_samples=streamed)
+
+    def prepare(self, text: str) -> tuple[list["Part"], list[str]]:
+        """THE text stage: `text` -> the parts to speak (sentences; a sentence over the frontend's max_symbols
+        cut at clause boundaries, its parts joined by CLAUSE_PAUSE_S instead of the sentence pause) and notes.
+        A sentence with nothing speakable is skipped with a note; UnspeakableTextError when none is left."""
+        parts: list[Part] = []
         notes: list[str] = []
         errors: list[TextError] = []
-        for s in sentences:
+        for s in split_sentences(text) or [text]:
             try:
                 pieces_of_s = self._encode_splitting(with_final_stop(s))
             except UnspeakableTextError as e:  # e.g. a sentence of only symbols: skip it, keep the rest
@@ -350,30 +392,42 @@ class Synthesizer:
                 continue
             if len(pieces_of_s) > 1:
                 notes.append(f"split a long sentence into {len(pieces_of_s)} parts at clause boundaries: {_short(s)!r}")
-            encoded += pieces_of_s
-        if not encoded:
+            for j, (piece, ids) in enumerate(pieces_of_s):
+                parts.append(Part(piece, ids, 0.0 if not parts else CLAUSE_PAUSE_S if j else self.pause_s))
+        if not parts:
             raise errors[0] if errors else UnspeakableTextError(f"nothing speakable in {text!r}")
-        timings = Timings(text_s=time.perf_counter() - t0)
-        run = _Run(seed=seed, ctl=ctl, timings=timings, notes=notes, next_index=len(encoded), t0=t0,
-                   ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
-        pause = torch.zeros(int(self.pause_s * self.mel_config.sample_rate))
-        pieces: list[torch.Tensor] = []
-        streamed = 0
-        for start in range(0, len(encoded), batch_size):
-            chunk = encoded[start : start + batch_size]
-            # seeds by position in the sentence stream, not in the batch
-            for k, wave in enumerate(self._speak(chunk, list(range(start, start + len(chunk))), run)):
-                for piece in ([pause] if start + k > 0 else []) + [wave]:  # pauses between sentences only
-                    if sink is None:
-                        pieces.append(piece)
-                    else:
-                        sink(piece)
-                        streamed += piece.numel()
-            if progress is not None:
-                progress(min(start + batch_size, len(encoded)), len(encoded))
-        wave = torch.cat(pieces) if pieces else torch.zeros(0)
-        return SynthesisResult(wave, self.mel_config.sample_rate, [s for s, _ in encoded], timings, notes,
-                               streamed_samples=streamed)
+        return parts, notes
+
+    def utterance(self, text: str, seed: int = 0, refine_steps: int | None = None, temperature: float | None = None,
+                  speed: float | None = None, pitch_shift: float | None = None, ar_retries: int = 0,
+                  fail_on_ar_failure: bool = False) -> "Utterance":
+        """`text` prepared for speaking with these controls (checked here, before any work); its parts are
+        then spoken by `speak`, in batches of any composition (`synthesize`; tts.serve's dynamic batcher)."""
+        t0 = time.perf_counter()
+        ctl = dict(refine_steps=refine_steps, temperature=temperature, speed=speed, pitch_shift=pitch_shift)
+        self.controls(**ctl)  # an unsupported or out-of-range control: before any work
+        parts, notes = self.prepare(text)
+        run = _Run(seed=seed, ctl=ctl, timings=Timings(text_s=time.perf_counter() - t0), notes=notes,
+                   next_index=len(parts), t0=t0, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
+        return Utterance(parts, run)
+
+    def speak(self, items: Sequence[tuple["Utterance", int]]) -> list[torch.Tensor]:
+        """One batch: part k of each (utterance, k) -> its wave [N] (CPU float32), with `synthesize`'s repairs.
+        The items may come from different utterances (several requests of the speech server) made with the
+        same seed and controls; part k's noise comes from (seed, k) whatever the batch, so a part sounds the
+        same alone or batched.  Each utterance's notes and repairs stay its own; the batch's timings are
+        counted in its first item's run."""
+        if not items:
+            return []
+        runs = [u.run for u, _ in items]
+        if any((r.seed, r.ctl) != (runs[0].seed, runs[0].ctl) for r in runs):
+            raise ValueError("the items of one batch need the same seed and controls")
+        chunk = [(u.parts[k].text, u.parts[k].ids) for u, k in items]
+        return self._speak(chunk, [k for _, k in items], runs)
+
+    def silence(self, seconds: float) -> torch.Tensor:
+        """[round(seconds * sample_rate)] zeros: the pause before a part."""
+        return torch.zeros(int(seconds * self.mel_config.sample_rate))
 
     def _encode_splitting(self, sentence: str) -> list[tuple[str, list[int]]]:
         """(text, ids) of `sentence`, cut at clause boundaries into as many parts as the frontend's
@@ -394,9 +448,13 @@ class Synthesizer:
             raise UnspeakableTextError(sentence)
         return parts
 
-    def _speak(self, chunk: list[tuple[str, list[int]]], indices: list[int], run: "_Run") -> list[torch.Tensor]:
+    def _speak(self, chunk: list[tuple[str, list[int]]], indices: list[int], runs: "_Run | Sequence[_Run]"
+               ) -> list[torch.Tensor]:
         """One batch through `mels` and `vocode` -> each item's wave [N] (CPU float32), with the repairs
-        `synthesize` promises: truncated items are spoken again in clause parts, AR failures retried."""
+        `synthesize` promises: truncated items are spoken again in clause parts, AR failures retried.
+        runs: the run of each item (one run for all); the first one's seed and controls make the batch."""
+        runs = [runs] * len(chunk) if isinstance(runs, _Run) else list(runs)
+        run = runs[0]
         batch = self.pad([ids for _, ids in chunk])
         t1 = time.perf_counter()
         out = self.mels(batch, seed=run.seed, indices=indices, **run.ctl)
@@ -419,10 +477,10 @@ class Synthesizer:
                 raise SynthesisError(f"the model made non-finite (NaN/inf) audio for {_short(text)!r}; "
                                      "the checkpoint or the controls are broken")
             if truncated is not None and bool(truncated[k]) and (halves := split_clause(text)) is not None:
-                run.notes.append(f"the frame guard cut {_short(text)!r}: spoken again in two parts")
-                wave = self._speak_parts(halves, run)
+                runs[k].notes.append(f"the frame guard cut {_short(text)!r}: spoken again in two parts")
+                wave = self._speak_parts(halves, runs[k])
             elif failures[k] is not None and not failures[k].ok:
-                wave = self._retry_ar(chunk[k], indices[k], failures[k], wave, run)
+                wave = self._retry_ar(chunk[k], indices[k], failures[k], wave, runs[k])
             result.append(wave)
         return result
 
