@@ -393,3 +393,15 @@ def test_audio_is_streamed_as_made_and_equals_the_whole_wave(ckpts, tmp_path: Pa
     expected = tmp_path / "expected.wav"
     sf.write(str(expected), np.clip(whole.wave.numpy(), -1, 1), whole.sample_rate, subtype="PCM_16", format="WAV")
     assert np.array_equal(sf.read(str(out), dtype="int16")[0], sf.read(str(expected), dtype="int16")[0])
+
+
+def test_memory_does_not_grow_with_the_document(tmp_path: Path):
+    """Item 13: the same paragraph 2 and 16 times through the real CLI in fresh processes. The longest
+    batch is the same in both, so the peak may grow only by per-document bookkeeping, not by the audio:
+    keeping the longer document's audio even once as float32 would add `audio_float32_mb`."""
+    from tts.bench.document_memory import measure
+
+    short, long = measure(2, workdir=tmp_path), measure(16, workdir=tmp_path)
+    extra_audio_mb = long.audio_float32_mb - short.audio_float32_mb
+    assert extra_audio_mb > 20, f"the long document should be long: {long}"
+    assert long.peak_rss_mb - short.peak_rss_mb < extra_audio_mb, (short, long)
