@@ -108,8 +108,8 @@ CASES = [
     # fractions and phone numbers
     ("Take 1/2 cup.", "Take one half cup."),
     ("Take 3/4 cup.", "Take three quarters cup."),
-    ("We've got 2 1/2 hours.", "We've got two and one half hours."),
-    ("It's 24/7.", "It's twenty-four slash seven."),
+    ("We've got 2 1/2 hours.", "We've got two and a half hours."),
+    ("It's 24/7.", "It's twenty-four seven."),
     ("Call (555) 123-4567 now.", "Call five five five, one two three, four five six seven now."),
     # symbols, letters with digits
     ("2 + 2 = 4", "two plus two equals four"),

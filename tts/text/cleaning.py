@@ -15,7 +15,7 @@ import unicodedata
 logger = logging.getLogger(__name__)
 
 # Non-ASCII characters kept because a later pass reads them (money, units).
-KEPT_SYMBOLS = frozenset("£€¢°")
+KEPT_SYMBOLS = frozenset("£€¢°¥₩₹")
 
 # Typographic punctuation and letters that Unicode decomposition does not reduce to ASCII.
 # En dash becomes "-" (the range/dash pass decides between "to" and a pause); em dash and the
@@ -33,6 +33,8 @@ CHAR_MAP: dict[str, str] = {
     "\u00bf": "", "\u00a1": "",
     # NFKD would give "=" (+ a combining overlay): read as "equals", the opposite of what it says
     "\u2260": " not equal to ",
+    # the masculine ordinal sign stands for a degree sign in "45º" far more often than for "nº"
+    "\u00ba": "\u00b0",
 }
 
 # Whitespace-like control characters become spaces; other controls are dropped.

@@ -27,20 +27,25 @@ from collections.abc import Callable
 from tts.text import number_words as numbers
 from tts.text.abbreviations import (
     CURRENCIES,
+    DOLLAR_PREFIXES,
     LATIN,
     MONEY_SCALES,
-    MONTHS,
+    PER_UNITS,
     SENTENCE_ABBREVIATIONS,
     STREET_READINGS,
     SYMBOL_WORDS,
     TITLES,
     UNITS,
 )
+from tts.text.addresses import expand_addresses
 from tts.text.cleaning import clean_characters
+from tts.text.dates import expand_dates
+from tts.text.electronic import expand_electronic
+from tts.text.roman import expand_roman
+from tts.text.telephone import expand_telephone
 
 # A number as written: "5", "1,234", "3.14", ".5", "1,234.50".
 NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-MONTH_ALT = "|".join(MONTHS)
 
 # True where a sentence may end right after position: end of text, or space + capital letter.
 _SENTENCE_END_AHEAD = re.compile(r"\s*$|\s+[\"']?[A-Z]")
@@ -139,67 +144,74 @@ def _expand_number_sign(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 # 3. digits with a special reading
 # --------------------------------------------------------------------------------------------
-_PHONE_RE = re.compile(r"(?<![\w-])(?:\+?(1)[ .-])?\(?(\d{3})\)?[ .-](\d{3})[.-](\d{4})(?![\w-])")
+# Numbers, money amounts and times as a range's ends ("10-20", "$5-$10", "2pm-5pm", "1960s-80s").
+_MONEY_NUM = r"(?:US)?[$£€¥₩₹]?" + NUM
+_RANGE_RE = re.compile(r"(?<![\w.,-])(" + _MONEY_NUM + r"(?:'?s)?)-(" + _MONEY_NUM + r"(?:'?s)?)(?![\d-]|\.\d)")
+_CLOCK = r"\d{1,2}(?::\d{2})?\s?[AaPp]\.?[Mm]\.?|\d{1,2}:\d{2}"
+_TIME_RANGE_RE = re.compile(r"(?<![\w:.])(" + _CLOCK + r")\s?-\s?(" + _CLOCK + r")(?![\w:])")
+_UNIT_AHEAD_RE = re.compile(
+    r"\s?(?:" + "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True)) + r")(?![\w])"
+)
 
 
-def _expand_phone_numbers(text: str) -> str:
-    """'(555) 123-4567', '555-123-4567', '1-800-555-1234' -> digit groups separated by commas (pauses).
-
-    Seven-digit '555-1234' is deliberately not matched: it is indistinguishable from a range
-    such as '100-1000' and is read as one ('five hundred fifty-five to ...')."""
-    return _PHONE_RE.sub(lambda m: ", ".join(numbers.digits(g) for g in m.groups() if g), text)
-
-
-def _date_words(year: str, month: int, day: int) -> str:
-    return f"{MONTHS[month - 1]} {numbers.ordinal(day)}, {year}"
-
-
-_ISO_DATE_RE = re.compile(r"\b(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b")
-_US_DATE_RE = re.compile(r"\b(0?[1-9]|1[0-2])/(0?[1-9]|[12]\d|3[01])/(\d{4})\b")
-
-
-def _expand_numeric_dates(text: str) -> str:
-    """2020-01-15 and 1/15/2020 (US order) -> 'January fifteenth, 2020' (year read later)."""
-    text = _ISO_DATE_RE.sub(lambda m: _date_words(m.group(1), int(m.group(2)), int(m.group(3))), text)
-    return _US_DATE_RE.sub(lambda m: _date_words(m.group(3), int(m.group(1)), int(m.group(2))), text)
-
-
-_MONTH_DAY_RE = re.compile(r"\b(" + MONTH_ALT + r")\s+(0?[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?\b(?![:.,]?\d)")
-_DAY_MONTH_RE = re.compile(r"\b(0?[1-9]|[12]\d|3[01])(?:st|nd|rd|th)?\s+(" + MONTH_ALT + r")\b")
-
-
-def _expand_month_days(text: str) -> str:
-    """'March 3' -> 'March third'; '3 March' / '3rd March' -> 'the third of March'."""
-    text = _MONTH_DAY_RE.sub(lambda m: f"{m.group(1)} {numbers.ordinal(int(m.group(2)))}", text)
-    return _DAY_MONTH_RE.sub(lambda m: f"the {numbers.ordinal(int(m.group(1)))} of {m.group(2)}", text)
-
-
-_RANGE_RE = re.compile(r"(?<![\w.,-])(" + NUM + r")-(" + NUM + r")(?![\d-])")
+_EQUATION_MINUS_RE = re.compile(r"(?<![\w.,-])(" + NUM + r")\s?-\s?(" + NUM + r")(?=\s?=)")
 
 
 def _expand_ranges(text: str) -> str:
-    """'10-20' -> '10 to 20', '1990-1995' -> '1990 to 1995'; the numbers are read by later passes
-    (so '10-20 km' still gets its unit, and years stay years)."""
-    return _RANGE_RE.sub(r"\1 to \2", text)
+    """'10-20' -> '10 to 20', '$5-$10' -> '$5 to $10', '2pm-5pm' -> '2pm to 5pm'; the numbers are read by
+    later passes (so '10-20 km' still gets its unit, and years stay years).
+
+    Scores read the same way ('won 3-1' -> 'three to one').  In an equation the hyphen is a minus
+    ('1-2=5').  Before a unit a four-digit end is a quantity, not a year: '1234-123kg' -> 'one thousand
+    two hundred thirty-four to ...'."""
+    text = _TIME_RANGE_RE.sub(r"\1 to \2", text)
+    text = _EQUATION_MINUS_RE.sub(r"\1 minus \2", text)
+
+    def repl(m: re.Match[str]) -> str:
+        first, second = m.group(1), m.group(2)
+        unit_follows = _UNIT_AHEAD_RE.match(text, m.end()) is not None
+        if unit_follows:  # "1,234" is read as a cardinal by the number passes, never as a year
+            first, second = (f"{int(x):,}" if re.fullmatch(r"\d{4}", x) else x for x in (first, second))
+        return f"{first} to {second}"
+
+    return _RANGE_RE.sub(repl, text)
 
 
 def _expand_negatives(text: str) -> str:
     """'-5' -> 'minus 5' when the minus is not inside a word or range ('COVID-19' is left alone)."""
-    return re.sub(r"(?<![\w.,)-])-(?=[$£€]?\.?\d)", "minus ", text)
+    return re.sub(r"(?<![\w.,)-])-(?=[$£€¥₩₹]?\.?\d)", "minus ", text)
 
 
+_CURRENCY_SIGNS = "".join(CURRENCIES)
+_PER_RE = r"(?:\s?/\s?([A-Za-z]+)\b)?"
 # Not right after a number: in "10€ 5 times" the € belongs to the 10 (_MONEY_AFTER_RE), not to the 5.
 _MONEY_RE = re.compile(
-    r"(?<![\d.])(?<![\d.] )([$£€])\s?(" + NUM + r")(?:\s?(" + "|".join(MONEY_SCALES) + r")\b)?"
+    r"(?<![\d.])(?<![\d.] )(?:\b(" + "|".join(sorted(DOLLAR_PREFIXES, key=len, reverse=True)) + r")(?=\$))?"
+    r"([" + _CURRENCY_SIGNS + r"])\s?(" + NUM + r")(?:\s?(" + "|".join(MONEY_SCALES) + r")\b)?" + _PER_RE
 )
-_MONEY_AFTER_RE = re.compile(r"(?<![\w.])(" + NUM + r")\s?([€£¢])")
+_MONEY_AFTER_RE = re.compile(r"(?<![\w.])(" + NUM + r")\s?([€£¢])" + _PER_RE)
 
 
-def _money_words(symbol: str, amount: str, scale: str | None) -> str:
+def _per(token: str | None) -> str | None:
+    """'mo' -> 'per month', 'kg' -> 'per kilogram'; None when the token is no known unit."""
+    if token is None:
+        return None
+    if token in PER_UNITS or token.lower() in PER_UNITS:
+        return "per " + PER_UNITS.get(token, PER_UNITS.get(token.lower(), ""))
+    if token in UNITS:
+        return "per " + UNITS[token][0]
+    return None
+
+
+def _money_words(symbol: str, amount: str, scale: str | None, prefix: str | None = None) -> str:
     major1, major_n, minor1, minor_n = CURRENCIES[symbol]
+    if prefix:  # "US$5" -> "five US dollars"
+        major1, major_n = f"{DOLLAR_PREFIXES[prefix]} {major1}", f"{DOLLAR_PREFIXES[prefix]} {major_n}"
     if scale:  # "$1.2 million" -> "one point two million dollars"
         return f"{numbers.number(amount)} {MONEY_SCALES[scale]} {major_n}"
     whole, _, frac = amount.replace(",", "").partition(".")
+    if len(frac) > 2 and not frac[2:].strip("0"):  # "$20.500" is twenty dollars fifty
+        frac = frac[:2]
     if len(frac) > 2:  # "$1.234" is not dollars-and-cents
         return f"{numbers.decimal(amount)} {major_n}"
     cents = int(frac.ljust(2, "0")) if frac else 0
@@ -213,14 +225,27 @@ def _money_words(symbol: str, amount: str, scale: str | None) -> str:
     return " and ".join(parts)
 
 
+def _with_rate(words: str, m: re.Match[str], token: str | None) -> str:
+    """The amount + 'per month' for '$20/mo'; an unknown '/token' is left as written."""
+    if token is None:
+        return words
+    rate = _per(token)
+    return f"{words} {rate}" if rate else words + m.group(0)[m.group(0).rindex("/"):]
+
+
 def _expand_money(text: str) -> str:
-    """$5 -> five dollars, $5.50 -> five dollars and fifty cents, $1.2 million, £3, €10, 10€, 5¢."""
-    text = _MONEY_RE.sub(lambda m: _money_words(m.group(1), m.group(2), m.group(3)), text)
+    """$5 -> five dollars, $5.50 -> five dollars and fifty cents, $1.2 million, £3, €10, ¥30b, 10€, 5¢,
+    US$5 -> five US dollars, $20/mo -> twenty dollars per month."""
+    text = _MONEY_RE.sub(
+        lambda m: _with_rate(_money_words(m.group(2), m.group(3), m.group(4), m.group(1)), m, m.group(5)), text
+    )
 
     def after(m: re.Match[str]) -> str:
         if m.group(2) == "¢":
-            return f"{numbers.number(m.group(1))} {'cent' if numbers.is_one(m.group(1)) else 'cents'}"
-        return _money_words(m.group(2), m.group(1), None)
+            words = f"{numbers.number(m.group(1))} {'cent' if numbers.is_one(m.group(1)) else 'cents'}"
+        else:
+            words = _money_words(m.group(2), m.group(1), None)
+        return _with_rate(words, m, m.group(3))
 
     return _MONEY_AFTER_RE.sub(after, text)
 
@@ -230,79 +255,151 @@ def _expand_percent(text: str) -> str:
     return re.sub(r"(?<![\w.])(" + NUM + r")\s?%", lambda m: f"{numbers.number(m.group(1))} percent", text)
 
 
+_AMPM = r"(?:\s?([AaPp])\.?\s?[Mm]\b(\.)?)"
+# A time zone after the time or its a.m./p.m. ("1:59 p.m. est", "p.m.EST", "e.s.t"): spelled.
+_ZONE = r"(?:\s?(?i:((?:[ecmp]\.?[sd]|g\.?m|u\.?t\.?c|b\.?s|c\.?e)\.?t?)\.?)(?![\w]))?"
 _TIME_RE = re.compile(
-    r"(?<![\w:.])([01]?\d|2[0-4]):([0-5]\d)(?::([0-5]\d))?(?![\d:])"
-    r"(?:\s?([AaPp])\.?\s?[Mm]\b(\.)?)?"
+    r"(?<![\w:.])([01]?\d|2[0-4]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _AMPM + "?" + _ZONE
 )
-_HOUR_AMPM_RE = re.compile(r"(?<![\w:.])(1[0-2]|0?[1-9])\s?([AaPp])\.?\s?[Mm]\b(\.)?")
+_HOUR_AMPM_RE = re.compile(r"(?<![\w:.])(1[0-2]|0?[1-9])" + _AMPM + _ZONE)
+_DOTTED_TIME_RE = re.compile(r"(?<![\w:.])(1[0-2]|0?[1-9])\.([0-5]\d)(?=\s?[AaPp]\.?\s?[Mm]\b)")
+_ZONES = frozenset({"est", "edt", "cst", "cdt", "mst", "mdt", "pst", "pdt", "gmt", "utc", "bst", "cet"})
 
 
-def _ampm(letter: str | None, period: str | None, text: str, end: int) -> str:
-    """' a m' / ' p m' (letters, spelled by the G2P); the period of 'p.m.' may also end the sentence."""
-    if not letter:
-        return ""
-    keep = "." if period and _ends_sentence(text, end) else ""
-    return f" {letter.lower()} m{keep}"
+def _ampm(letter: str | None, period: str | None, zone: str | None, text: str, end: int) -> str:
+    """' a m' / ' p m' (letters, spelled by the G2P) and a spelled zone; the period of 'p.m.' may also end
+    the sentence."""
+    words = f" {letter.lower()} m" if letter else ""
+    zone_letters = (zone or "").replace(".", "").lower()
+    if zone_letters in _ZONES:
+        words += " " + " ".join(zone_letters.upper())
+    elif zone:
+        return ""  # not a zone: the caller keeps its text
+    keep = "." if (period or (zone or "").endswith(".")) and _ends_sentence(text, end) else ""
+    return words + keep
+
+
+def _give_back(m: re.Match[str], group: int) -> str:
+    """The text of `group` to the end of the match, with the space before it (a word that is no zone)."""
+    start = m.start(group)
+    return m.string[start - (start > 0 and m.string[start - 1].isspace()): m.end()]
+
+
+def _duration_part(value: int, unit: str) -> str:
+    return f"{numbers.cardinal(value)} {unit if value == 1 else unit + 's'}"
 
 
 def _expand_times(text: str) -> str:
-    """3:30 pm -> three thirty p m; 12:00 -> twelve o'clock; 3:05 -> three oh five; 7 a.m. -> seven a m."""
+    """3:30 pm -> three thirty p m; 12:00 -> twelve o'clock; 3:05 -> three oh five; 7 a.m. -> seven a m;
+    14:10:30 -> fourteen hours ten minutes and thirty seconds; 1.59 p.m. EST -> one fifty-nine p m E S T."""
+    text = _DOTTED_TIME_RE.sub(r"\1:\2", text)
 
     def clock(m: re.Match[str]) -> str:
         hour, minute, second = int(m.group(1)), m.group(2), m.group(3)
-        suffix = _ampm(m.group(4), m.group(5), text, m.end())
+        zone = m.group(6)
+        if zone and zone.replace(".", "").lower() not in _ZONES:
+            zone = None  # a word after the time, not a zone: give it back
+        suffix = _ampm(m.group(4), m.group(5), zone, text, m.end())
+        tail = "" if zone or not m.group(6) else _give_back(m, 6)
+        if second is not None:  # with seconds it is read as hours, minutes and seconds
+            words = (f"{_duration_part(hour, 'hour')} {_duration_part(int(minute), 'minute')} and "
+                     f"{_duration_part(int(second), 'second')}")
+            return words + suffix + tail
         words = numbers.cardinal(hour)
         if minute == "00":
-            if not suffix and second is None:
+            if not suffix:
                 words += " o'clock" if hour <= 12 else " hundred"
         elif minute.startswith("0"):
             words += " oh " + numbers.cardinal(minute[1])
         else:
             words += " " + numbers.cardinal(minute)
-        if second is not None and second != "00":
-            words += f" and {numbers.cardinal(int(second))} {'second' if second == '01' else 'seconds'}"
-        return words + suffix
+        return words + suffix + tail
 
     text = _TIME_RE.sub(clock, text)
-    return _HOUR_AMPM_RE.sub(
-        lambda m: numbers.cardinal(int(m.group(1))) + _ampm(m.group(2), m.group(3), text, m.end()), text
-    )
+
+    def hour_only(m: re.Match[str]) -> str:
+        zone = m.group(4)
+        if zone and zone.replace(".", "").lower() not in _ZONES:
+            return numbers.cardinal(int(m.group(1))) + _ampm(m.group(2), m.group(3), None, text, m.end()) + \
+                _give_back(m, 4)
+        return numbers.cardinal(int(m.group(1))) + _ampm(m.group(2), m.group(3), zone, text, m.end())
+
+    return _HOUR_AMPM_RE.sub(hour_only, text)
 
 
+_UNIT_ALT = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
+_SCALE_WORDS = "thousand|million|billion|trillion"
 _UNIT_RE = re.compile(
-    r"(?<![\w.])(" + NUM + r")\s?("
-    + "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
-    + r")(?![\w/])"
+    r"(?<![\w.])(" + NUM + r")(?:\s(" + _SCALE_WORDS + r"))?\s?(" + _UNIT_ALT + r")"
+    r"(?:\s?/\s?([A-Za-z]+))?(?![\w/])"
+)
+# "12/kg" (a rate without a unit on top), "4 1/2 lbs" (a fraction of a unit), "2x8 m2" (dimensions)
+_BARE_RATE_RE = re.compile(r"(?<![\w./])(" + NUM + r")\s?/\s?(" + _UNIT_ALT + r")(?![\w/])")
+_FRACTION_UNIT_RE = re.compile(r"(?<![\w./])(?:(\d+)\s+)?(\d+)/(\d+)\s?(" + _UNIT_ALT + r")(?![\w/])")
+_DIMENSION_RE = re.compile(r"(?<![\w.])(" + NUM + r")\s?[xX]\s?(?=" + NUM + r"\s?(?:" + _UNIT_ALT + r")(?![\w/]))")
+# "3 cc/s": a number, a short token and a slash with another short token is a rate of unknown units
+_TOKEN_RATE_RE = re.compile(
+    r"(?<![\w.])(" + NUM + r")\s?(?!(?:and|or|nor|but)/)([A-Za-z]{1,3})/([A-Za-z]{1,3})(?![\w/])"
 )
 
 
 def _expand_units(text: str) -> str:
-    """'5 km' / '5km' -> 'five kilometers', '1 kg' -> 'one kilogram'; only right after a number."""
+    """'5 km' / '5km' -> 'five kilometers', '1 kg' -> 'one kilogram', '5 m/s' -> 'five meters per second',
+    '12kg/kg' -> 'twelve kilograms per kilogram', '100 million kg', '4 1/2 lbs' -> 'four and a half
+    pounds', '2x8 m2' -> 'two by eight square meters'; units are read only right after a number."""
 
     def repl(m: re.Match[str]) -> str:
-        singular, plural = UNITS[m.group(2)]
-        return f"{numbers.number(m.group(1))} {singular if numbers.is_one(m.group(1)) else plural}"
+        amount, scale, unit, denominator = m.groups()
+        rate = _per(denominator)
+        if denominator is not None and rate is None:
+            return m.group(0)  # "5 m/xyz": not a rate we can read
+        singular, plural = UNITS[unit]
+        words = numbers.number(amount) + (f" {scale}" if scale else "")
+        words += " " + (singular if numbers.is_one(amount) and not scale else plural)
+        return words + (f" {rate}" if rate else "")
 
-    return _UNIT_RE.sub(repl, text)
+    def fraction(m: re.Match[str]) -> str:
+        whole, num, den, unit = m.groups()
+        if int(den) == 0:
+            return m.group(0)
+        words = _fraction_reading(whole, int(num), int(den))
+        singular, plural = UNITS[unit]
+        return f"{words} {singular if not whole and int(num) == 1 else plural}"
+
+    text = _DIMENSION_RE.sub(r"\1 by ", text)
+    text = _FRACTION_UNIT_RE.sub(fraction, text)
+    text = _UNIT_RE.sub(repl, text)
+    text = _BARE_RATE_RE.sub(lambda m: f"{numbers.number(m.group(1))} per {UNITS[m.group(2)][0]}", text)
+    return _TOKEN_RATE_RE.sub(lambda m: f"{numbers.number(m.group(1))} {m.group(2)} per {m.group(3)}", text)
 
 
 def _expand_decades(text: str) -> str:
     """1990s -> nineteen nineties, 1900s -> nineteen hundreds, '90s / 90s -> nineties."""
     text = re.sub(
-        r"\b(1[1-9]\d0|20\d0)'?s\b", lambda m: numbers.plural(numbers.year(int(m.group(1)))), text
+        r"\b(1[1-9]\d0|20\d0)(?:'?s| s)\b", lambda m: numbers.plural(numbers.year(int(m.group(1)))), text
     )
     return re.sub(
         r"(?<![\w'])'?([1-9]0)'?s\b", lambda m: numbers.plural(numbers.cardinal(m.group(1))), text
     )
 
 
+def _ordinal_suffix(n: int) -> str:
+    if n % 100 in (11, 12, 13):
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
 def _expand_ordinals(text: str) -> str:
-    """1st -> first, 22nd -> twenty-second, 103rd -> one hundred third."""
-    return re.sub(
-        r"\b(\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th|ST|ND|RD|TH)\b",
-        lambda m: numbers.ordinal_of(m.group(1).replace(",", "")),
-        text,
-    )
+    """1st -> first, 22nd -> twenty-second, 103rd -> one hundred third; a suffix that does not fit the
+    number is read as written ('21th' -> 'twenty-one t h': we do not guess which was the typo)."""
+
+    def repl(m: re.Match[str]) -> str:
+        digits, suffix = m.group(1).replace(",", ""), m.group(2)
+        if len(digits) <= numbers.MAX_CARDINAL_DIGITS and _ordinal_suffix(int(digits)) != suffix.lower():
+            return f"{numbers.cardinal(digits)} {' '.join(suffix.lower())}"
+        return numbers.ordinal_of(digits)
+
+    return re.sub(r"\b(\d{1,3}(?:,\d{3})+|\d+)(st|nd|rd|th|ST|ND|RD|TH)\b", repl, text)
 
 
 def _split_letters_digits(text: str) -> str:
@@ -318,30 +415,49 @@ def _expand_years(text: str) -> str:
     )
 
 
-_FRACTION_RE = re.compile(r"(?<![\w/.])(?:(\d+)\s+)?(\d+)/(\d+)(?![\w/])")
+# Spaces around the slash only between two numbers ("1795 / 1805"); a denominator may carry an
+# ordinal suffix ("1/4th", "1/3RD").
+_FRACTION_RE = re.compile(
+    r"(?<![\w/.])(?:(\d+)\s+)?(\d+)(\s?/\s?)(\d+)(?:st|nd|rd|th|ST|ND|RD|TH)?(?![\w/]|\.\d)"
+)
+# Number pairs with a slash that are names, not fractions.
+FRACTION_IDIOMS: dict[str, str] = {"24/7": "twenty-four seven", "9/11": "nine eleven", "50/50": "fifty-fifty",
+                                   "20/20": "twenty-twenty", "7/11": "seven eleven"}
 
 
-def _fraction_words(numerator: int, denominator: int) -> str:
+def _fraction_words(numerator: int, denominator: int, article: bool = False) -> str:
+    """3/4 -> 'three quarters', 31/32 -> 'thirty-one thirty-seconds', 142/1 -> 'one hundred forty-two over
+    one'; `article`: a numerator of one is 'a' ('two and a half')."""
+    if denominator == 1:
+        return f"{numbers.cardinal(numerator)} over one"
     if denominator == 2:
         name = "half" if numerator == 1 else "halves"
     elif denominator == 4:
         name = "quarter" if numerator == 1 else "quarters"
     else:
-        name = numbers.ordinal(denominator) + ("" if numerator == 1 else "s")
-    return f"{numbers.cardinal(numerator)} {name}"
+        name = numbers.ordinal_of(str(denominator)) + ("" if numerator == 1 else "s")
+    count = "a" if article and numerator == 1 else numbers.cardinal(numerator)
+    return f"{count} {name}"
+
+
+def _fraction_reading(whole: str | None, numerator: int, denominator: int) -> str:
+    if whole:
+        return f"{numbers.cardinal(whole)} and {_fraction_words(numerator, denominator, article=True)}"
+    return _fraction_words(numerator, denominator)
 
 
 def _expand_fractions(text: str) -> str:
-    """1/2 -> one half, 3/4 -> three quarters, 2 1/2 -> two and one half (proper fractions with
-    denominators 2-10); any other a/b -> 'a slash b' ('24/7' is not twenty-four sevenths)."""
+    """1/2 -> one half, 3/4 -> three quarters, 2 1/2 -> two and a half, 1/4th -> one quarter, 22/3 ->
+    twenty-two thirds; '24/7' and a few other idioms are read as said.  Dates with a year were read
+    before, so what is left of the form a/b is a fraction."""
 
     def repl(m: re.Match[str]) -> str:
-        whole, num, den = m.group(1), int(m.group(2)), int(m.group(3))
-        if 2 <= den <= 10 and (num < den or whole):
-            words = _fraction_words(num, den)
-            return f"{numbers.cardinal(whole)} and {words}" if whole else words
-        prefix = f"{whole} " if whole else ""
-        return f"{prefix}{num} slash {den}"
+        whole, num, slash, den = m.group(1), m.group(2), m.group(3), m.group(4)
+        if f"{num}/{den}" in FRACTION_IDIOMS and slash == "/":
+            return (f"{whole} " if whole else "") + FRACTION_IDIOMS[f"{num}/{den}"]
+        if len(num) > numbers.MAX_CARDINAL_DIGITS or len(den) > numbers.MAX_CARDINAL_DIGITS or int(den) == 0:
+            return f"{whole + ' ' if whole else ''}{num} slash {den}"
+        return _fraction_reading(whole, int(num), int(den))
 
     return _FRACTION_RE.sub(repl, text)
 
@@ -351,21 +467,27 @@ def _expand_fractions(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 def _expand_numbers(text: str) -> str:
     """Remaining numbers: '1,234' -> one thousand two hundred thirty-four, '3.14' -> three point
-    one four, '007' -> zero zero seven; '2.0.1' / '192.168.0.1' -> groups joined by 'dot'."""
+    one four, '007' -> zero zero seven; '2.0.1' -> groups joined by 'dot'.
+
+    A run of five or more digits written without thousands separators and not ending in 00 is an
+    identifier (ZIP code, account or order number: '95051' -> 'nine five zero five one'); '20000' and
+    '20,000' stay quantities."""
     text = re.sub(
         r"(?<![\d.])\d+(?:\.\d+){2,}(?![\d])",
         lambda m: " dot ".join(numbers.cardinal(g) for g in m.group(0).split(".")),
         text,
     )
+    text = re.sub(r"(?<![\d.,])\d{5,}(?<!00)(?![\d]|[.,]\d)", lambda m: numbers.digits(m.group(0)), text)
     return re.sub(r"(?<!\d)" + NUM + r"(?!\d)", lambda m: numbers.number(m.group(0)), text)
 
 
 def _expand_symbols(text: str) -> str:
     """& @ + = % ° -> words; '/' between words -> 'slash'; other currency signs are dropped."""
+    text = re.sub(r"\b(and|or)/(or|and)\b", r"\1 \2", text)  # "and/or" is said "and or"
     for sym, word in SYMBOL_WORDS.items():
         text = text.replace(sym, f" {word} ")
     text = text.replace("/", " slash ")
-    return re.sub(r"[$£€¢]", " ", text)
+    return re.sub(r"[" + _CURRENCY_SIGNS + r"¢]", " ", text)
 
 
 def _tidy_punctuation(text: str) -> str:
@@ -398,14 +520,16 @@ def _strongest_mark(m: re.Match[str]) -> str:
 PASSES: tuple[Callable[[str], str], ...] = (
     clean_characters,
     _collapse_whitespace,
+    expand_electronic,
+    expand_telephone,
+    expand_addresses,
     _expand_titles,
     _expand_sentence_abbreviations,
     _expand_latin,
     _expand_initialisms,
     _expand_number_sign,
-    _expand_phone_numbers,
-    _expand_numeric_dates,
-    _expand_month_days,
+    expand_roman,
+    expand_dates,
     _expand_ranges,
     _expand_negatives,
     _expand_money,
@@ -413,10 +537,10 @@ PASSES: tuple[Callable[[str], str], ...] = (
     _expand_times,
     _expand_units,
     _expand_decades,
+    _expand_fractions,
     _expand_ordinals,
     _split_letters_digits,
     _expand_years,
-    _expand_fractions,
     _expand_numbers,
     _expand_symbols,
     _tidy_punctuation,
