@@ -32,10 +32,13 @@ _SENTENCE_START_AHEAD = re.compile(r"\s*$|\s+[\"']?[A-Z]")
 
 
 def house_number(digits: str) -> str:
-    """'2788' -> 'twenty-seven eighty-eight', '123' -> 'one twenty-three', '708' -> 'seven zero eight'."""
+    """'2788' -> 'twenty-seven eighty-eight', '123' -> 'one twenty-three', '708' -> 'seven zero eight',
+    '500' -> 'five hundred', '1600' -> 'sixteen hundred'."""
     n = int(digits)
     if len(digits) <= 2 or digits.startswith("0"):
         return numbers.cardinal(digits)
+    if len(digits) == 3 and digits.endswith("00"):
+        return numbers.cardinal(digits)  # "500" -> "five hundred"
     if len(digits) == 3:
         pair = digits[1:]
         rest = numbers.digits(pair) if pair.startswith("0") else numbers.cardinal(pair)

@@ -89,6 +89,7 @@ def _day_month(m: re.Match[str]) -> str:
 
 
 _QUARTER_RE = re.compile(r"\b([1-4])Q(\d{2}|\d{4})\b|\bQ([1-4])(?:\s+|')(\d{4}|\d{2})\b")
+_SENTENCE_END_AHEAD = re.compile(r"\s*$|\s+[\"']?[A-Z]")
 _ERA_RE = re.compile(r"(?<![\w.,])(\d{1,4})\s?(A\.?D|B\.?C\.?E|B\.?C|C\.?E)\b\.?")
 
 
@@ -113,4 +114,9 @@ def expand_dates(text: str) -> str:
         return f"the {numbers.ordinal(int(q))} quarter of {_year(year)}"
 
     text = _QUARTER_RE.sub(quarter, text)
-    return _ERA_RE.sub(lambda m: f"{_era_year(m.group(1))} {' '.join(m.group(2).replace('.', ''))}", text)
+    def era(m: re.Match[str]) -> str:
+        # the period of "A.D." also ends the sentence at the end of the text or before a capital
+        final = "." if m.group(0).endswith(".") and _SENTENCE_END_AHEAD.match(text, m.end()) else ""
+        return f"{_era_year(m.group(1))} {' '.join(m.group(2).replace('.', ''))}{final}"
+
+    return _ERA_RE.sub(era, text)

@@ -257,7 +257,7 @@ def _expand_percent(text: str) -> str:
 
 _AMPM = r"(?:\s?([AaPp])\.?\s?[Mm]\b(\.)?)"
 # A time zone after the time or its a.m./p.m. ("1:59 p.m. est", "p.m.EST", "e.s.t"): spelled.
-_ZONE = r"(?:\s?(?i:((?:[ecmp]\.?[sd]|g\.?m|u\.?t\.?c|b\.?s|c\.?e)\.?t?)\.?)(?![\w]))?"
+_ZONE = r"(?:\s?(?i:((?:[ecmp]\.?[sd]|g\.?m|u\.?t\.?c|b\.?s|c\.?e)\.?t?\.?))(?![\w]))?"
 _TIME_RE = re.compile(
     r"(?<![\w:.])([01]?\d|2[0-4]):([0-5]\d)(?::([0-5]\d))?(?![\d:])" + _AMPM + "?" + _ZONE
 )

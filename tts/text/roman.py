@@ -4,8 +4,8 @@
   "Act III"): the cardinal, "chapter fourteen";
 - after a capitalised name (a regnal or generational number: "Louis XIV's", "Henry VIII",
   "Sam II"): "the" + the ordinal, "Louis the fourteenth's".
-Everything else stays letters: a lone "I" is the pronoun ("Sam and I"), a lone "X" after a name is a
-letter ("Malcolm X"), and numerals that are also common acronyms ("CD", "MD", "DC", "CV", "MIX",
+Everything else stays letters: a lone "I" is the pronoun ("Sam and I", "the book I read"), a lone
+letter after a name is a letter ("Malcolm X", "Henry V" too: one letter is too weak a sign), and numerals that are also common acronyms ("CD", "MD", "DC", "CV", "MIX",
 "DIV") are only read after a part word.  Only upper-case numerals count.
 """
 
@@ -19,7 +19,7 @@ from tts.text import number_words as numbers
 PART_WORDS = frozenset(
     "chapter chapters part parts volume vol book act scene section article appendix annex phase stage "
     "type class grade level round season episode war world super psalm canto track figure table plate "
-    "step tier category series bowl".split()
+    "step tier category series bowl system version".split()
 )
 # Valid numerals that are more often acronyms or words: read only after a part word.
 ACRONYMS = frozenset({"CD", "MD", "DC", "CV", "MIX", "DIV", "CC", "MC", "LI", "MI", "DI", "CI", "DL", "ML", "MM",
@@ -46,10 +46,13 @@ def _reading(before: str, numeral: str) -> str | None:
     if value is None:
         return None
     if before.lower() in PART_WORDS:
-        # a lone C/D/L/M after a part word is a letter ("Type C", "Appendix D")
-        return numbers.cardinal(value) if len(numeral) >= 2 or numeral in "IVX" else None
+        # A lone letter only after a capitalised part word: "Part I", "Type V", but "the book I read"
+        # and "Type C" / "Appendix D" keep their letters.
+        if len(numeral) >= 2 or (numeral in "IVX" and before[0].isupper()):
+            return numbers.cardinal(value)
+        return None
     is_name = len(before) >= 2 and before[0].isupper() and before[1:].islower()
-    if is_name and numeral not in ACRONYMS and (len(numeral) >= 2 or numeral == "V"):
+    if is_name and numeral not in ACRONYMS and len(numeral) >= 2:
         return "the " + numbers.ordinal(value)
     return None
 

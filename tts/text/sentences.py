@@ -6,14 +6,18 @@ sentence-like start (capital letter, digit, quote, bracket), except after:
   "No. 5", "Jan. 5"),
 - single-letter initials and dotted initialisms ("J. K. Rowling", "the U.S. President"): a
   missed split only makes a longer piece, a wrong one breaks a sentence's prosody.
-"3.5" never splits because no whitespace follows its period.  Blank lines always split.
+Two abbreviations often end a sentence and do split before a capital: "a.m."/"p.m." ("It opens at
+9 a.m. Come early.") and a street type after a house number ("She lived at 1428 Elm St. It was
+old."), while "St. Louis" and "Dr. Smith" stay titles.
+"3.5", "www.example.com/a.b" and "j.doe@example.com" never split: no whitespace follows their
+periods.  Blank lines always split.
 """
 
 from __future__ import annotations
 
 import re
 
-from tts.text.abbreviations import MONTHS, TITLES
+from tts.text.abbreviations import MONTHS, STREET_TYPES, TITLES
 
 # Lowercased words whose period never ends a sentence.
 _NEVER_FINAL = frozenset({t.lower() for t in TITLES} | {"e.g", "i.e", "cf", "vs", "viz", "approx"})
@@ -25,6 +29,13 @@ _BEFORE_NUMBER = frozenset(
 _CANDIDATE_RE = re.compile(r"[.?!]+[\"')\]]*(?=\s+(\S))")
 _TOKEN_BEFORE_RE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
 _INITIALISM_RE = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]|[A-Z]")
+# A word that is a URL, e-mail address or domain name: a "/" or "@", or a dotted label of 2+ characters
+# beside another label ("example.com"; "U.S" and "e.g" have single-letter labels only).
+_ADDRESS_WORD_RE = re.compile(r"[/@]|\w\w\.\w|\w\.\w\w")
+# Times of day: "a.m." / "p.m." end a sentence when a capital follows.
+_CLOCK_SUFFIXES = frozenset({"a.m", "p.m"})
+# "... 1428 Elm St." : a house number and capitalised street name before a street type.
+_HOUSE_BEFORE_RE = re.compile(r"\d+[A-Za-z]?\s+(?:[NSEW]\.?\s+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))\s+){1,3}$")
 
 
 def _is_split(text: str, m: re.Match[str]) -> bool:
@@ -37,6 +48,13 @@ def _is_split(text: str, m: re.Match[str]) -> bool:
     if before is None:
         return True
     token = before.group(1)
+    word = text[: m.start()].rsplit(None, 1)[-1]
+    if _ADDRESS_WORD_RE.search(word):
+        return True  # a URL, e-mail or domain ends here ("... at www.example.com/a.b. It ...")
+    if token.lower() in _CLOCK_SUFFIXES:
+        return nxt[0].isupper()
+    if token.lower() in STREET_TYPES and _HOUSE_BEFORE_RE.search(text, 0, before.start()):
+        return True
     if token.lower() in _NEVER_FINAL or _INITIALISM_RE.fullmatch(token):
         return False
     return not (token.lower() in _BEFORE_NUMBER and nxt[0].isdigit())

@@ -9,6 +9,8 @@ Shapes recognised (anything else is left to the number passes):
 - vanity toll-free numbers "1-800-GO-U-HAUL" (800 is said "eight hundred"; letter groups are kept);
 - a 7-digit local number "555-1234": a first group starting 2-9 and a four-digit second group that
   is not round (ranges such as "200-1500" / "300-2000" end in 00) and not followed by a unit;
+- other international numbers: "+" and a 1-3 digit country code, then 2-5 groups of digits separated
+  by spaces or hyphens ("+44 20 7946 0958");
 - a number of 4+ digits after a word that announces an identifier ("card ending in 8876", "PIN 1234",
   "extension 2045", "order number 2019"): digit by digit, never a year or a quantity;
 - "123-45-6789" (SSN shape) and four dot-separated groups of 1-3 digits (an IPv4 address, read
@@ -30,6 +32,7 @@ _VANITY_RE = re.compile(
 _NANP_RE = re.compile(
     r"(?<![\w+-])(?:(\+\d{1,3}|1)(?:[ .-]|(?=\())?)?(?:\((\d{3})\)[ .-]?|(\d{3})[ .-])(\d{3})[.-](\d{4})(?:-(\d{1,4}))?(?![\w-]|[.,]\d)"
 )
+_INTERNATIONAL_RE = re.compile(r"(?<![\w+])\+(\d{1,3})((?:[ -]\d{1,5}){2,5})(?![\w-]|[.,]\d)")
 _UNIT_ALT = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 _LOCAL_RE = re.compile(r"(?<![\w.,+$£€-])([2-9]\d{2})-(\d{2}(?!00)\d{2})(?![\w-]|[.,]\d|\s?(?:" + _UNIT_ALT + r")\b)")
 _SSN_RE = re.compile(r"(?<![\w.-])(\d{3})-(\d{2})-(\d{4})(?![\w-]|[.,]\d)")
@@ -63,6 +66,10 @@ def expand_telephone(text: str) -> str:
     """Phone numbers, SSNs and IPv4 addresses to digit words (before dates, ranges and decimals)."""
     text = _VANITY_RE.sub(_vanity, text)
     text = _NANP_RE.sub(_nanp, text)
+    text = _INTERNATIONAL_RE.sub(
+        lambda m: ", ".join([f"plus {numbers.digits(m.group(1))}", *(numbers.digits(g) for g in re.split(r"[ -]", m.group(2)) if g)]),
+        text,
+    )
     text = _CUE_RE.sub(lambda m: f"{m.group(1)} {numbers.digits(m.group(3))}", text)
     text = _SSN_RE.sub(lambda m: ", ".join(numbers.digits(g) for g in m.groups()), text)
     text = _LOCAL_RE.sub(lambda m: ", ".join(numbers.digits(g) for g in m.groups()), text)
