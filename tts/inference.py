@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,13 @@ from tts.text import TextFrontend, split_sentences
 from tts.text.errors import TextError, TextTooLongError, UnspeakableTextError
 from tts.vocoder.base import Vocoder, WaveOutput
 from tts.vocoder.registry import load_vocoder
+
+# How far `Synthesizer.stream`'s audio may lie from `synthesize`'s (float samples, full scale 1): the block
+# path refines in windows and vocodes in chunks, which reorders float sums (measured up to 1.3e-5 with the
+# source-filter vocoder, tests/test_streaming.py): within a 16-bit step (3e-5), so the written wavs differ
+# by at most one step.  (Griffin-Lim amplifies the ~2e-6 mel change of another batch size to ~4e-3.)
+STREAM_TOLERANCE = 1e-4
+
 
 @dataclass
 class Timings:
@@ -233,11 +240,11 @@ class Synthesizer:
                    default_controls=shipped_controls(acoustic_path))
 
     def controls(self, refine_steps: int | None = None, temperature: float | None = None, speed: float | None = None,
-                 pitch_shift: float | None = None) -> dict[str, float | int]:
+                 pitch_shift: float | None = None, block_frames: int | None = None) -> dict[str, float | int]:
         """The given controls (else the default ones) as `infer` keywords; asking a model for one it lacks
-        is a ValueError."""
+        is a ValueError.  block_frames: the NAR's block size (block-mode checkpoints; 0 = parallel)."""
         given = {k: v for k, v in dict(refine_steps=refine_steps, temperature=temperature, speed=speed,
-                                       pitch_shift=pitch_shift).items() if v is not None}
+                                       pitch_shift=pitch_shift, block_frames=block_frames).items() if v is not None}
         asked = {**self.default_controls, **given}
         check_controls(asked)
         unsupported = sorted(set(asked) - self._infer_args)
@@ -256,7 +263,8 @@ class Synthesizer:
     @torch.inference_mode()
     def mels(self, batch: TokenBatch, seed: int = 0, indices: Sequence[int] | None = None,
              refine_steps: int | None = None, temperature: float | None = None, speed: float | None = None,
-             pitch_shift: float | None = None, forced_frames: Sequence[int] | None = None) -> MelOutput:
+             pitch_shift: float | None = None, forced_frames: Sequence[int] | None = None,
+             block_frames: int | None = None) -> MelOutput:
         """THE acoustic-model call: tokens [B, L] -> mels [B, M, T] + mel_lengths [B] (+ the model's extras).
 
         indices: each item's position in its run's item stream (default 0..B-1).  The NAR refiner's noise of
@@ -267,7 +275,7 @@ class Synthesizer:
         benchmark's random weights): the NAR gets evenly spread durations summing to them, the AR decodes
         ceil(max / r) steps with its stop token disabled (so up to r - 1 frames more).
         """
-        kwargs: dict[str, Any] = self.controls(refine_steps, temperature, speed, pitch_shift)
+        kwargs: dict[str, Any] = self.controls(refine_steps, temperature, speed, pitch_shift, block_frames)
         B = batch.tokens.shape[0]
         indices = list(range(B)) if indices is None else list(indices)
         if len(indices) != B:
@@ -307,7 +315,8 @@ class Synthesizer:
     # --- built on the stages ----------------------------------------------------------------------
     def synthesize_items(self, texts: Sequence[str], seed: int = 0, indices: Sequence[int] | None = None,
                          refine_steps: int | None = None, temperature: float | None = None,
-                         speed: float | None = None, pitch_shift: float | None = None) -> list[ItemResult]:
+                         speed: float | None = None, pitch_shift: float | None = None,
+                         block_frames: int | None = None) -> list[ItemResult]:
         """Each text as ONE token sequence (no sentence split, as in training), batch 1 so that the timings
         are per item.  indices: the items' positions in their run (default 0..n-1); pass stable ones (e.g. a
         corpus position) so that a resumed run makes the same audio as an uninterrupted one."""
@@ -321,7 +330,7 @@ class Synthesizer:
             self._sync()
             t0 = time.perf_counter()
             out = self.mels(batch, seed=seed, indices=[index], refine_steps=refine_steps, temperature=temperature,
-                            speed=speed, pitch_shift=pitch_shift)
+                            speed=speed, pitch_shift=pitch_shift, block_frames=block_frames)
             self._sync()
             t1 = time.perf_counter()
             waves = self.vocode(out)
@@ -339,8 +348,8 @@ class Synthesizer:
     def synthesize(self, text: str, batch_size: int = 8, refine_steps: int | None = None, speed: float | None = None,
                    pitch_shift: float | None = None, progress: Callable[[int, int], None] | None = None,
                    temperature: float | None = None, seed: int = 0, ar_retries: int = 0,
-                   fail_on_ar_failure: bool = False, sink: Callable[[torch.Tensor], None] | None = None
-                   ) -> SynthesisResult:
+                   fail_on_ar_failure: bool = False, sink: Callable[[torch.Tensor], None] | None = None,
+                   block_frames: int | None = None) -> SynthesisResult:
         """Speak `text` sentence by sentence, `batch_size` sentences at a time, `pause_s` between them.
         `seed` fixes the NAR refiner's starting noise: sentence k's noise comes from item_noise_seed(seed, k),
         whatever the batch size, so the same call gives the same audio and a sentence sounds the same alone
@@ -356,7 +365,8 @@ class Synthesizer:
         vocoded, instead of keeping the whole wave (memory stays one batch, whatever the length of the text;
         the result's `wave` is then empty and `streamed_samples` counts what the sink got)."""
         utt = self.utterance(text, seed=seed, refine_steps=refine_steps, temperature=temperature, speed=speed,
-                             pitch_shift=pitch_shift, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
+                             pitch_shift=pitch_shift, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure,
+                             block_frames=block_frames)
         n = len(utt.parts)
         pieces: list[torch.Tensor] = []
         streamed = 0
@@ -400,11 +410,12 @@ class Synthesizer:
 
     def utterance(self, text: str, seed: int = 0, refine_steps: int | None = None, temperature: float | None = None,
                   speed: float | None = None, pitch_shift: float | None = None, ar_retries: int = 0,
-                  fail_on_ar_failure: bool = False) -> "Utterance":
+                  fail_on_ar_failure: bool = False, block_frames: int | None = None) -> "Utterance":
         """`text` prepared for speaking with these controls (checked here, before any work); its parts are
         then spoken by `speak`, in batches of any composition (`synthesize`; tts.serve's dynamic batcher)."""
         t0 = time.perf_counter()
-        ctl = dict(refine_steps=refine_steps, temperature=temperature, speed=speed, pitch_shift=pitch_shift)
+        ctl = dict(refine_steps=refine_steps, temperature=temperature, speed=speed, pitch_shift=pitch_shift,
+                   block_frames=block_frames)
         self.controls(**ctl)  # an unsupported or out-of-range control: before any work
         parts, notes = self.prepare(text)
         run = _Run(seed=seed, ctl=ctl, timings=Timings(text_s=time.perf_counter() - t0), notes=notes,
@@ -424,6 +435,66 @@ class Synthesizer:
             raise ValueError("the items of one batch need the same seed and controls")
         chunk = [(u.parts[k].text, u.parts[k].ids) for u, k in items]
         return self._speak(chunk, [k for _, k in items], runs)
+
+    def stream(self, text: str, seed: int = 0, refine_steps: int | None = None, temperature: float | None = None,
+               speed: float | None = None, pitch_shift: float | None = None, block_frames: int | None = None,
+               ar_retries: int = 0, fail_on_ar_failure: bool = False) -> Iterator[torch.Tensor]:
+        """Speak `text` as a stream of audio chunks [n] (CPU float32, in order; concatenated they are
+        `synthesize`'s wave within STREAM_TOLERANCE), each handed on as soon as it is vocoded: parts one at a
+        time (batch 1, for latency), and inside a part, with a block-mode NAR and a streaming vocoder (the
+        source-filter one), block by block (`FastSpeech2.stream_mels` -> `vocoder.stream()`).  Otherwise
+        (AR, a parallel NAR, a vocoder without `stream`, e.g. Griffin-Lim) a part is one chunk.  Memory stays
+        one part, whatever the length of the text.  Timings/notes: `stream_utterance` on `utterance(...)`."""
+        utt = self.utterance(text, seed=seed, refine_steps=refine_steps, temperature=temperature, speed=speed,
+                             pitch_shift=pitch_shift, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure,
+                             block_frames=block_frames)
+        yield from self.stream_utterance(utt)
+
+    def stream_utterance(self, utt: "Utterance") -> Iterator[torch.Tensor]:
+        """`stream` of a prepared utterance (its run collects timings, first audio included, and notes)."""
+        for k, part in enumerate(utt.parts):
+            if part.pause_s > 0:
+                yield self.silence(part.pause_s)
+            yield from self._stream_part(utt, k)
+
+    @torch.inference_mode()
+    def _stream_part(self, utt: "Utterance", k: int) -> Iterator[torch.Tensor]:
+        run = utt.run
+        streams = hasattr(self.model, "stream_mels") and hasattr(self.vocoder, "stream")
+        plan = None
+        if streams:
+            ctl = self.controls(**run.ctl)
+            batch = self.pad([utt.parts[k].ids])
+            t0 = time.perf_counter()
+            plan = self.model.prepare(batch.tokens, batch.lengths, speed=ctl.get("speed", 1.0),
+                                      pitch_shift=ctl.get("pitch_shift", 0.0))
+            run.timings.mel_s += time.perf_counter() - t0
+        if plan is None or bool(plan.truncated[0]):  # no block path here, or a guard-cut part to repair
+            yield self.speak([(utt, k)])[0]
+            return
+        voc = self.vocoder.stream()
+        mel_chunks = self.model.stream_mels(plan, ctl.get("block_frames"), ctl.get("refine_steps"), ctl.get("temperature"),
+                                            noise_seeds=[item_noise_seed(run.seed, k)])
+        while True:
+            t0 = time.perf_counter()
+            chunk = next(mel_chunks, None)
+            self._sync()
+            t1 = time.perf_counter()
+            audio = voc.push(chunk.mels) if chunk is not None else voc.finish()
+            self._sync()
+            t2 = time.perf_counter()
+            run.timings.mel_s += t1 - t0
+            run.timings.vocoder_s += t2 - t1
+            wave = audio[0].float().cpu()
+            if not bool(torch.isfinite(wave).all()):
+                raise SynthesisError(f"the model made non-finite (NaN/inf) audio for {_short(utt.parts[k].text)!r}; "
+                                     "the checkpoint or the controls are broken")
+            if wave.numel():
+                if run.timings.first_audio_s is None:
+                    run.timings.first_audio_s = t2 - run.t0
+                yield wave
+            if chunk is None:
+                return
 
     def silence(self, seconds: float) -> torch.Tensor:
         """[round(seconds * sample_rate)] zeros: the pause before a part."""

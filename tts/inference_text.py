@@ -23,7 +23,8 @@ DEFAULTS_FILE = CHECKPOINT_DIR / "default.json"
 # makes silence or non-finite audio (a pitch shift of 100 semitones puts F0 above Nyquist; NaN/inf
 # propagate into every sample), so a value outside is refused before any work.
 CONTROL_RANGES: dict[str, tuple[float, float | None]] = {
-    "refine_steps": (0, None), "temperature": (0.0, 2.0), "speed": (0.1, 10.0), "pitch_shift": (-12.0, 12.0)}
+    "refine_steps": (0, None), "temperature": (0.0, 2.0), "speed": (0.1, 10.0), "pitch_shift": (-12.0, 12.0),
+    "block_frames": (0, None)}
 
 
 def check_controls(controls: dict[str, Any]) -> None:
