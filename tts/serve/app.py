@@ -1,0 +1,259 @@
+"""The speech server's FastAPI app (`python -m tts.serve`; tts/serve/__init__.py lists the endpoints).
+
+Requests are checked before any synthesis (4xx with an OpenAI-style JSON error, never a 500 for bad input);
+the text is prepared (`Synthesizer.utterance`: sentence split, over-long sentences cut at clause
+boundaries) on the thread pool, its parts are spoken by the shared `Batcher`, and the response streams each
+part as soon as its batch is vocoded.  The status line waits for the first part, so a request that cannot
+start (busy server, a failed batch) still gets a proper status; a failure after that ends the stream early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tts.api import Voice
+from tts.listening.app import RateLimiter
+from tts.serve.batcher import Batcher, BatcherBusy, Job
+from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder
+from tts.serve.page import page_html
+from tts.text.errors import TextError
+
+MODEL_ALIASES = ("tts-1", "tts-1-hd")  # OpenAI's model names, accepted for client compatibility
+VOICES = ("default",)  # one voice per server: the loaded one
+SPEED_RANGE = (0.25, 4.0)  # OpenAI's range (inside the model's own [0.1, 10])
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    # the page's own inline script and style; Web Audio plays the stream, the <audio> a blob: of it
+    "Content-Security-Policy": "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' "
+                               "'unsafe-inline'; media-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; "
+                               "base-uri 'none'; form-action 'self'",
+}
+
+
+@dataclass(frozen=True)
+class ServeLimits:
+    max_chars: int = 4096  # input characters per request (OpenAI's limit)
+    max_body_bytes: int = 64 * 1024  # request body; bigger gets 413 before it is read whole
+    first_audio_timeout_s: float = 60.0  # queueing + first part; past it 503 (the server is overloaded)
+    request_timeout_s: float = 300.0  # the whole response; past it the stream is ended early
+    requests_per_minute: float = 600.0  # per client address; 0 = no limit (the loopback load test)
+    seed: int = 0  # the refiner noise seed of every request (the same text gives the same audio)
+
+    def __post_init__(self) -> None:
+        for name in ("max_chars", "max_body_bytes", "first_audio_timeout_s", "request_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.requests_per_minute < 0:
+            raise ValueError(f"requests_per_minute must be >= 0, got {self.requests_per_minute!r}")
+
+
+class SpeechIn(BaseModel):
+    """POST /v1/audio/speech: OpenAI's request.  response_format defaults to wav (OpenAI's mp3 is not made
+    here); `instructions` and `stream_format` are not supported and refused like any unknown field."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str = Field(max_length=128)
+    input: str
+    voice: str = Field(max_length=128)
+    response_format: str = Field(default="wav", max_length=16)
+    speed: float = Field(default=1.0, allow_inf_nan=False)
+
+
+class StreamAborted(RuntimeError):
+    """A response whose status line was sent could not be completed (timeout, failed batch)."""
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+
+
+def error_body(message: str, param: str | None = None, code: str | None = None,
+               kind: str = "invalid_request_error") -> dict[str, Any]:
+    """OpenAI's error shape: {"error": {"message", "type", "param", "code"}}."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+class BodyLimit:
+    """413 for bodies over `limit` bytes, by Content-Length and while reading (chunked bodies), so a huge
+    request is never buffered (the listening server's rule, with this server's limit and error shape)."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_big = JSONResponse(error_body(f"request body over {self.limit} bytes", code="body_too_large"),
+                               status_code=413, headers={**SECURITY_HEADERS, "Connection": "close"})
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await too_big(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:  # an HTTPException: FastAPI's body parsing passes it on (not a 400)
+                    raise StarletteHTTPException(413, f"request body over {self.limit} bytes")
+            return msg
+
+        return await self.app(scope, limited, send)
+
+
+def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits()) -> FastAPI:
+    """The app over a loaded voice and its running batcher (the caller stops the batcher)."""
+    app = FastAPI(title="tts speech server", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    limiter = RateLimiter({"request": (limits.requests_per_minute, 60.0)}) if limits.requests_per_minute else None
+    sample_rate = voice.sample_rate
+    model_id = voice.name
+    started = int(time.time())
+
+    @app.middleware("http")
+    async def headers_and_limits(request: Request, call_next):
+        client = request.client.host if request.client else "?"
+        if limiter is not None and request.url.path.startswith("/v1/") and not limiter.allow("request", client):
+            resp = JSONResponse(error_body("too many requests from this address", code="rate_limited"),
+                                status_code=429, headers={"Retry-After": "10"})
+        else:
+            resp = await call_next(request)
+        resp.headers.update(SECURITY_HEADERS)
+        return resp
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError):
+        return JSONResponse(error_body(exc.message, exc.param, exc.code), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        # the input itself is never echoed (NaN in it cannot be JSON-encoded; it may be huge)
+        first = exc.errors()[0] if exc.errors() else {}
+        loc = [str(x) for x in first.get("loc", ()) if x != "body"]
+        field = ".".join(loc) or None
+        msg = str(first.get("msg", "invalid request"))
+        if first.get("type") == "json_invalid":  # loc is the character offset, not a field
+            field, msg = None, "the body is not valid JSON"
+        elif first.get("type") in ("model_attributes_type", "dict_type"):
+            msg = "the body must be a JSON object (Content-Type: application/json)"
+        message = f"{field}: {msg}" if field else msg
+        return JSONResponse(error_body(message, field), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        return JSONResponse(error_body(str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception):
+        return JSONResponse(error_body(f"internal error: {type(exc).__name__}", kind="server_error"), status_code=500)
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok", "model": model_id, "runtime": voice.runtime, "sample_rate": sample_rate,
+                "pending_requests": batcher.pending(), "max_batch": batcher.max_batch, "batches": batcher.stats.as_dict()}
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": model_id, "object": "model", "created": started, "owned_by": "tts"}]}
+
+    @app.get("/", response_class=HTMLResponse)
+    async def index():
+        return HTMLResponse(page_html(model_id, VOICES[0], sample_rate, limits.max_chars, SPEED_RANGE))
+
+    @app.get("/favicon.ico")
+    async def favicon():
+        return Response(status_code=204)
+
+    def check(req: SpeechIn) -> None:
+        if req.model != model_id and req.model not in MODEL_ALIASES:
+            raise ApiError(400, f"unknown model {req.model!r}; this server has {[model_id, *MODEL_ALIASES]}",
+                           "model", "model_not_found")
+        if req.voice not in VOICES:
+            raise ApiError(400, f"unknown voice {req.voice!r}; this server has {list(VOICES)}", "voice")
+        if req.response_format not in FORMATS:
+            raise ApiError(400, f"response_format {req.response_format!r} is not supported; use one of "
+                                f"{list(FORMATS)}", "response_format")
+        if not SPEED_RANGE[0] <= req.speed <= SPEED_RANGE[1]:
+            raise ApiError(400, f"speed must be in [{SPEED_RANGE[0]}, {SPEED_RANGE[1]}], got {req.speed}", "speed")
+        if not req.input.strip():
+            raise ApiError(400, "input is empty", "input")
+        if len(req.input) > limits.max_chars:
+            raise ApiError(400, f"input is {len(req.input)} characters, over the limit of {limits.max_chars}; "
+                                "send it in several requests", "input", "input_too_long")
+
+    @app.post("/v1/audio/speech")
+    async def speech(req: SpeechIn, request: Request):
+        check(req)
+        speed = None if req.speed == 1.0 else req.speed  # 1.0 = the voice's own rate, as with no control
+        try:
+            utt = await run_in_threadpool(voice.synth.utterance, req.input, seed=limits.seed, speed=speed)
+        except TextError as e:
+            raise ApiError(400, f"input: {e}", "input", "bad_text") from e
+        except ValueError as e:  # a control this model lacks (speed on an AR voice)
+            raise ApiError(400, str(e), "speed") from e
+        loop = asyncio.get_running_loop()
+        parts: asyncio.Queue = asyncio.Queue()
+        job = Job(utt, deliver=lambda k, item: loop.call_soon_threadsafe(parts.put_nowait, (k, item)))
+        try:
+            batcher.submit(job)
+        except BatcherBusy as e:
+            raise ApiError(503, f"server busy: {e}; retry later", code="busy") from e
+        deadline = time.monotonic() + limits.request_timeout_s
+        try:
+            first = await asyncio.wait_for(parts.get(), limits.first_audio_timeout_s)
+        except asyncio.TimeoutError:
+            job.cancelled = True
+            raise ApiError(503, f"server busy: no audio within {limits.first_audio_timeout_s:g} s; retry later",
+                           code="busy") from None
+        if first[0] < 0:
+            job.cancelled = True
+            raise ApiError(503 if isinstance(first[1], BatcherBusy) else 500, f"synthesis failed: {first[1]}",
+                           code="synthesis_failed")
+        encoder = Encoder(req.response_format, sample_rate)
+
+        def chunk(k: int, wave) -> bytes:
+            pause = np.zeros(int(utt.parts[k].pause_s * sample_rate), np.float32)
+            return encoder.piece(np.concatenate([pause, wave.numpy()]))
+
+        async def body():
+            # an error after the status line is raised: uvicorn then drops the connection without the final
+            # chunk, so the client sees an incomplete response rather than a short "complete" one
+            try:
+                yield encoder.start() + chunk(*first)
+                while True:
+                    left = deadline - time.monotonic()
+                    try:
+                        k, item = await asyncio.wait_for(parts.get(), max(left, 0.0))
+                    except asyncio.TimeoutError:
+                        raise StreamAborted(f"request_timeout_s={limits.request_timeout_s:g} passed") from None
+                    if k < 0:
+                        if item is not None:
+                            raise StreamAborted(f"synthesis failed: {item}")
+                        yield encoder.finish()
+                        return
+                    if data := chunk(k, item):
+                        yield data
+            finally:
+                job.cancelled = True  # the client went away or the stream ended: drop what is left
+
+        headers = {"X-Sample-Rate": str(sample_rate), "X-Parts": str(len(utt.parts)), "Cache-Control": "no-store"}
+        return StreamingResponse(body(), media_type=MEDIA_TYPES[req.response_format], headers=headers)
+
+    return app
+

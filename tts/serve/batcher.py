@@ -1,0 +1,178 @@
+"""Dynamic batching across requests: one worker thread owns the Synthesizer and speaks the parts (sentences)
+of every pending request in shared batches.
+
+A request becomes a `Job` (its `Utterance`: parts + seed + controls).  When work is pending the worker waits
+up to `max_wait_s` for more to arrive (unless `max_batch` parts are already waiting), then takes up to
+`max_batch` parts round-robin over the jobs that share the first job's seed and controls (one part per job
+per round, in each job's order), speaks them with ONE `Synthesizer.speak` call and hands each wave to its
+job.  Part k of a request gets the noise of (seed, k) whatever batch it lands in, so a request sounds the
+same alone or batched (tests/test_serve.py compares it with `Synthesizer.synthesize`).  `max_batch=1` is the
+one-at-a-time baseline the load test compares against.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from tts.inference import Synthesizer, Utterance
+
+
+class BatcherBusy(RuntimeError):
+    """More jobs are pending than the batcher accepts (the server answers 503)."""
+
+
+@dataclass(eq=False)  # a job is itself: compared by identity
+class Job:
+    """One request's synthesis.  `deliver(k, wave)` gets part k's wave [N] (CPU float32) in order, then
+    `deliver(-1, None)` when done, or `deliver(-1, error)` once if the batch it was in failed.  `deliver` is
+    called on the worker thread: it must only hand the item over (e.g. loop.call_soon_threadsafe)."""
+
+    utterance: Utterance
+    deliver: Callable[[int, Any], None]
+    next_part: int = 0  # the next part to put in a batch
+    cancelled: bool = False  # the client went away: its remaining parts are dropped
+    submitted: float = field(default_factory=time.monotonic)
+
+    @property
+    def key(self) -> tuple:
+        """Jobs batch together only with the same seed and controls (one `mels` call takes one of each)."""
+        run = self.utterance.run
+        return run.seed, tuple(sorted(run.ctl.items()))
+
+
+@dataclass
+class BatcherStats:
+    batches: int = 0
+    parts: int = 0
+    largest_batch: int = 0
+    busy_s: float = 0.0  # wall seconds inside Synthesizer.speak
+
+    def as_dict(self) -> dict[str, float]:
+        return {"batches": self.batches, "parts": self.parts, "largest_batch": self.largest_batch,
+                "mean_batch": self.parts / self.batches if self.batches else 0.0, "busy_s": round(self.busy_s, 3)}
+
+
+class Batcher:
+    def __init__(self, synth: Synthesizer, max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256) -> None:
+        if max_batch < 1 or max_wait_s < 0 or max_jobs < 1:
+            raise ValueError(f"max_batch >= 1, max_wait_s >= 0 and max_jobs >= 1 needed, got {max_batch}, "
+                             f"{max_wait_s}, {max_jobs}")
+        self.synth, self.max_batch, self.max_wait_s, self.max_jobs = synth, max_batch, max_wait_s, max_jobs
+        self.jobs: deque[Job] = deque()
+        self.cond = threading.Condition()
+        self.stats = BatcherStats()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._loop, name="tts-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> None:
+        with self.cond:
+            if self._stopped:
+                raise BatcherBusy("the server is shutting down")
+            for gone in [j for j in self.jobs if j.cancelled]:  # a client that went away frees its place
+                self.jobs.remove(gone)
+            if len(self.jobs) >= self.max_jobs:
+                raise BatcherBusy(f"{len(self.jobs)} requests are already waiting (limit {self.max_jobs})")
+            self.jobs.append(job)
+            self.cond.notify()
+
+    def pending(self) -> int:
+        with self.cond:
+            return len(self.jobs)
+
+    def stop(self) -> None:
+        with self.cond:
+            self._stopped = True
+            self.cond.notify_all()
+        self._thread.join(timeout=30)
+
+    def _waiting_parts(self) -> int:
+        return sum(len(j.utterance.parts) - j.next_part for j in self.jobs if not j.cancelled)
+
+    def _take(self) -> list[tuple[Job, int]]:
+        """Up to max_batch (job, part index) pairs, round-robin over the jobs sharing the first job's key;
+        jobs with nothing left to take leave the queue, served ones move to its back (fairness)."""
+        for job in [j for j in self.jobs if j.cancelled]:
+            self.jobs.remove(job)
+        if not self.jobs:
+            return []
+        key = self.jobs[0].key
+        taken: list[tuple[Job, int]] = []
+        served: list[Job] = []
+        while len(taken) < self.max_batch:
+            progress = False
+            for job in self.jobs:
+                if len(taken) >= self.max_batch:
+                    break
+                if job.key != key or job.next_part >= len(job.utterance.parts):
+                    continue
+                taken.append((job, job.next_part))
+                job.next_part += 1
+                progress = True
+                if job not in served:
+                    served.append(job)
+            if not progress:
+                break
+        for job in served:
+            self.jobs.remove(job)
+            if job.next_part < len(job.utterance.parts):
+                self.jobs.append(job)
+        return taken
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self._stopped and not self.jobs:
+                    self.cond.wait()
+                if self._stopped:
+                    break
+                # wait a few ms for other requests' sentences, unless a full batch is already waiting
+                deadline = time.monotonic() + self.max_wait_s
+                while self._waiting_parts() < self.max_batch and (left := deadline - time.monotonic()) > 0:
+                    self.cond.wait(left)
+                taken = self._take()
+            if taken:
+                self._run(taken)
+        with self.cond:
+            for job in self.jobs:
+                job.deliver(-1, BatcherBusy("the server is shutting down"))
+            self.jobs.clear()
+
+    def _run(self, taken: list[tuple[Job, int]]) -> None:
+        t0 = time.perf_counter()
+        try:
+            waves = self.synth.speak([(job.utterance, k) for job, k in taken])
+        except Exception as error:  # noqa: BLE001 - handed to each request of the batch, which reports it
+            failed: list[Job] = []
+            for job, _ in taken:
+                if job not in failed:
+                    failed.append(job)
+                    job.cancelled = True
+                    job.deliver(-1, error)
+            return
+        finally:
+            self.stats.busy_s += time.perf_counter() - t0
+        self.stats.batches += 1
+        self.stats.parts += len(taken)
+        self.stats.largest_batch = max(self.stats.largest_batch, len(taken))
+        for (job, k), wave in zip(taken, waves):
+            if job.cancelled:
+                continue
+            job.deliver(k, wave)
+            if k == len(job.utterance.parts) - 1:
+                job.deliver(-1, None)
+
+
+def torch_threads(n: int | None) -> None:
+    """torch's intra-op threads for the worker (None: torch's default)."""
+    if n is not None:
+        if n < 1:
+            raise ValueError(f"threads must be >= 1, got {n}")
+        torch.set_num_threads(n)

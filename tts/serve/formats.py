@@ -1,0 +1,60 @@
+"""The response formats of POST /v1/audio/speech: 16-bit mono at the voice's sample rate.
+
+  wav   streamed: a 44-byte header whose RIFF and data sizes are 0xFFFFFFFF (the streaming convention for a
+        length not known in advance: decoders read to the end of the stream), then PCM as it is made;
+  pcm   streamed: raw signed 16-bit little-endian samples (the rate is in the X-Sample-Rate header);
+  flac  sent whole when the audio is complete: a FLAC's STREAMINFO carries the total length and MD5, which
+        libsndfile writes at the end, and a FLAC streamed with an unknown length does not decode in
+        libsndfile (soundfile); the response is still chunked.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import numpy as np
+import soundfile as sf
+
+FORMATS = ("wav", "pcm", "flac")
+MEDIA_TYPES = {"wav": "audio/wav", "pcm": "audio/L16", "flac": "audio/flac"}
+STREAMING_SIZE = 0xFFFFFFFF  # RIFF/data chunk size meaning "to the end of the stream"
+
+
+def pcm16(wave: np.ndarray) -> bytes:
+    """float [-1, 1] [N] -> little-endian int16 bytes (clipped, rounded: the samples a 16-bit wav stores)."""
+    return (np.clip(wave, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+
+
+def wav_stream_header(sample_rate: int) -> bytes:
+    """RIFF/WAVE header for 16-bit mono PCM of unknown length (sizes STREAMING_SIZE)."""
+    fmt = struct.pack("<HHIIHH", 1, 1, sample_rate, sample_rate * 2, 2, 16)  # PCM, mono, rate, bytes/s, align, bits
+    return (b"RIFF" + struct.pack("<I", STREAMING_SIZE) + b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+            + b"data" + struct.pack("<I", STREAMING_SIZE))
+
+
+class Encoder:
+    """Audio pieces in, response bytes out: `start()`, `piece(wave)` for each piece, `finish()`."""
+
+    def __init__(self, fmt: str, sample_rate: int) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"response_format must be one of {list(FORMATS)}, got {fmt!r}")
+        self.fmt, self.sample_rate = fmt, sample_rate
+        self._flac: list[np.ndarray] = []
+
+    def start(self) -> bytes:
+        return wav_stream_header(self.sample_rate) if self.fmt == "wav" else b""
+
+    def piece(self, wave: np.ndarray) -> bytes:
+        if self.fmt == "flac":
+            self._flac.append(np.asarray(wave, dtype=np.float32))
+            return b""
+        return pcm16(wave)
+
+    def finish(self) -> bytes:
+        if self.fmt != "flac":
+            return b""
+        buf = io.BytesIO()
+        wave = np.concatenate(self._flac) if self._flac else np.zeros(0, np.float32)
+        sf.write(buf, wave, self.sample_rate, format="FLAC", subtype="PCM_16")
+        return buf.getvalue()

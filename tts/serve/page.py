@@ -1,0 +1,117 @@
+"""The page at `/`: type text, hear it.  It asks for pcm and plays each piece with Web Audio as it arrives
+(streaming playback), then offers the whole as a wav in an <audio> element (replay, download).  Its state
+is in #status's data-state (idle / loading / playing / done / error) for people and for the browser test."""
+
+from __future__ import annotations
+
+import html
+import json
+
+_TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tts: speech server</title>
+<style>
+ body { font-family: system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+ textarea { width: 100%; box-sizing: border-box; font: inherit; padding: .5rem; }
+ .row { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; margin: .75rem 0; }
+ button { font: inherit; padding: .5rem 1.25rem; }
+ #status[data-state=error] { color: #b00020; }
+ audio { width: 100%; margin-top: .5rem; }
+ small { color: #666; }
+</style></head>
+<body>
+<h1>Speech server</h1>
+<p><small>Model <code>__MODEL__</code>, voice <code>__VOICE__</code>, __RATE__ Hz. The audio plays as each sentence is
+made.</small></p>
+<label for="text">Text (up to __MAXCHARS__ characters)</label>
+<textarea id="text" rows="6" maxlength="__MAXCHARS__">Hello! This is the speech server. Each sentence plays as soon as it is made.</textarea>
+<div class="row">
+ <label for="speed">Speed <input id="speed" type="number" min="__SMIN__" max="__SMAX__" step="0.05" value="1"></label>
+ <button id="speak" type="button">Speak</button>
+ <span id="status" data-state="idle" role="status">Ready.</span>
+</div>
+<audio id="player" controls hidden></audio>
+<script>
+const CONFIG = __CONFIG__;
+const statusEl = document.getElementById("status");
+const button = document.getElementById("speak");
+let ctx = null;
+
+function setStatus(state, text) { statusEl.dataset.state = state; statusEl.textContent = text; }
+
+function wavBlob(chunks, rate) {
+  const n = chunks.reduce((a, c) => a + c.length, 0);
+  const buf = new ArrayBuffer(44 + 2 * n), v = new DataView(buf);
+  const str = (o, s) => { for (let i = 0; i < s.length; i++) v.setUint8(o + i, s.charCodeAt(i)); };
+  str(0, "RIFF"); v.setUint32(4, 36 + 2 * n, true); str(8, "WAVE"); str(12, "fmt ");
+  v.setUint32(16, 16, true); v.setUint16(20, 1, true); v.setUint16(22, 1, true); v.setUint32(24, rate, true);
+  v.setUint32(28, 2 * rate, true); v.setUint16(32, 2, true); v.setUint16(34, 16, true); str(36, "data");
+  v.setUint32(40, 2 * n, true);
+  let o = 44;
+  for (const c of chunks) for (let i = 0; i < c.length; i++, o += 2) v.setInt16(o, c[i], true);
+  return new Blob([buf], {type: "audio/wav"});
+}
+
+async function speak() {
+  const text = document.getElementById("text").value;
+  const speed = parseFloat(document.getElementById("speed").value);
+  button.disabled = true;
+  setStatus("loading", "Making speech…");
+  const t0 = performance.now();
+  try {
+    if (!ctx) ctx = new AudioContext({sampleRate: CONFIG.rate});
+    await ctx.resume();
+    const resp = await fetch("/v1/audio/speech", {method: "POST", headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({model: CONFIG.model, voice: CONFIG.voice, input: text, response_format: "pcm", speed})});
+    if (!resp.ok) {
+      let message = resp.status + " " + resp.statusText;
+      try { message = (await resp.json()).error.message; } catch (e) {}
+      throw new Error(message);
+    }
+    const reader = resp.body.getReader();
+    const chunks = [];
+    let carry = null, at = ctx.currentTime + 0.05, samples = 0, firstMs = null, last = null;
+    for (;;) {
+      const {done, value} = await reader.read();
+      if (done) break;
+      let bytes = value;
+      if (carry) { bytes = new Uint8Array(carry.length + value.length); bytes.set(carry); bytes.set(value, carry.length); carry = null; }
+      if (bytes.length % 2) { carry = bytes.slice(bytes.length - 1); bytes = bytes.slice(0, bytes.length - 1); }
+      if (!bytes.length) continue;
+      const pcm = new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+      chunks.push(pcm);
+      const audio = ctx.createBuffer(1, pcm.length, CONFIG.rate), ch = audio.getChannelData(0);
+      for (let i = 0; i < pcm.length; i++) ch[i] = pcm[i] / 32768;
+      const src = ctx.createBufferSource();
+      src.buffer = audio; src.connect(ctx.destination);
+      at = Math.max(at, ctx.currentTime);
+      src.start(at); at += audio.duration; samples += pcm.length; last = src;
+      if (firstMs === null) firstMs = performance.now() - t0;
+      setStatus("playing", "Playing… first audio after " + (firstMs / 1000).toFixed(2) + " s");
+      statusEl.dataset.seconds = (samples / CONFIG.rate).toFixed(2);
+    }
+    if (!samples) throw new Error("the server sent no audio");
+    const player = document.getElementById("player");
+    player.src = URL.createObjectURL(wavBlob(chunks, CONFIG.rate));
+    player.hidden = false;
+    const seconds = (samples / CONFIG.rate).toFixed(2);
+    last.onended = () => setStatus("done", "Done: " + seconds + " s of audio, first audio after " +
+                                   (firstMs / 1000).toFixed(2) + " s.");
+  } catch (e) {
+    setStatus("error", "Error: " + e.message);
+  } finally {
+    button.disabled = false;
+  }
+}
+button.addEventListener("click", speak);
+</script>
+</body></html>
+"""
+
+
+def page_html(model: str, voice: str, sample_rate: int, max_chars: int, speed_range: tuple[float, float]) -> str:
+    config = json.dumps({"model": model, "voice": voice, "rate": sample_rate}).replace("<", "\\u003c")
+    return (_TEMPLATE.replace("__CONFIG__", config).replace("__MODEL__", html.escape(model))
+            .replace("__VOICE__", html.escape(voice)).replace("__RATE__", str(sample_rate))
+            .replace("__MAXCHARS__", str(max_chars)).replace("__SMIN__", str(speed_range[0]))
+            .replace("__SMAX__", str(speed_range[1])))

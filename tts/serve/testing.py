@@ -1,0 +1,69 @@
+"""A real `python -m tts.serve` on a free loopback port, for tests and the load test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tts.listening.testing import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class SpeechServer:
+    """`python -m tts.serve ARGS` in a subprocess on 127.0.0.1:<free port>; a context manager."""
+
+    def __init__(self, *args: str, threads: int = 1) -> None:
+        self.args, self.threads = tuple(args), threads
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.log = b""
+
+    def start(self, timeout: float = 60.0) -> "SpeechServer":
+        env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": str(self.threads)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tts.serve", "--host", "127.0.0.1", "--port", str(self.port),
+             "--threads", str(self.threads), *self.args],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode(errors='replace')}")
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("server did not start in time")
+
+    def rss_bytes(self) -> int:
+        """The server process's resident memory now (Linux /proc)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS in /proc status")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.proc and self.proc.stderr:
+            self.log = self.proc.stderr.read()
+            self.proc.stderr.close()
+
+    def __enter__(self) -> "SpeechServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
