@@ -22,7 +22,10 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
     {kind: copy, vocoder: V}                              ground-truth mel (features/ID.pt) -> vocoder V
     {kind: acoustic, checkpoint: C, vocoder: V,           text -> acoustic model C -> vocoder V
      refine_steps: K, nar_ks: [0, 1, 2, 4, 8],            nar_ks expands into NAME_k0, NAME_k1, ...
-     temperature: T}                                      NAR refiner start-noise scale (0 = deterministic)
+     temperature: T,                                      NAR refiner start-noise scale (0 = deterministic)
+     block_frames: B, nar_bs: [8, 16, 32, 64, 0]}         block-mode NAR: decode in blocks of B frames (0 =
+                                                          one block, parallel); nar_bs expands into NAME_b8,
+                                                          ..., NAME_bwhole (issue 22's curve over B)
     {kind: piper}                                         Piper's joe-medium voice (a peer; optional extra
                                                           `tts[peers]`): another speaker, so no MCD / F0
 
@@ -63,7 +66,7 @@ _SPEC_KEYS = {
     "ground_truth": {"kind"},
     "copy": {"kind", "vocoder"},
     "piper": {"kind"},
-    "acoustic": {"kind", "checkpoint", "vocoder", "refine_steps", "nar_ks", "temperature"},
+    "acoustic": {"kind", "checkpoint", "vocoder", "refine_steps", "nar_ks", "temperature", "block_frames", "nar_bs"},
 }
 
 
@@ -114,6 +117,21 @@ def parse_systems(node: Any) -> list[SystemSpec]:
         if temp is not None and (not isinstance(temp, (int, float)) or temp < 0):
             raise EvaluationConfigError(f"system {name!r}: temperature must be a number >= 0, got {temp!r}")
         temp = None if temp is None else float(temp)
+        bs = spec.get("nar_bs")
+        if bs is not None:
+            if spec.get("block_frames") is not None or spec.get("nar_ks") is not None:
+                raise EvaluationConfigError(f"system {name!r}: give nar_bs alone, not with block_frames or nar_ks")
+            bs = [bs] if isinstance(bs, int) else list(bs)
+            if not bs:
+                raise EvaluationConfigError(f"system {name!r}: nar_bs is empty")
+            k = spec.get("refine_steps")
+            k = None if k is None else _steps(name, k)
+            for b in bs:
+                b = _block_frames(name, b)
+                systems.append(SystemSpec(f"{name}_b{b or 'whole'}", kind, vocoder, str(ckpt), k, temp, b))
+            continue
+        block = spec.get("block_frames")
+        block = None if block is None else _block_frames(name, block)
         ks = spec.get("nar_ks")
         if ks is not None:
             if spec.get("refine_steps") is not None:
@@ -122,10 +140,12 @@ def parse_systems(node: Any) -> list[SystemSpec]:
             if not ks:
                 raise EvaluationConfigError(f"system {name!r}: nar_ks is empty")
             for k in ks:
-                systems.append(SystemSpec(f"{name}_k{_steps(name, k)}", kind, vocoder, str(ckpt), _steps(name, k), temp))
+                systems.append(SystemSpec(f"{name}_k{_steps(name, k)}", kind, vocoder, str(ckpt), _steps(name, k), temp,
+                                          block))
         else:
             k = spec.get("refine_steps")
-            systems.append(SystemSpec(name, kind, vocoder, str(ckpt), None if k is None else _steps(name, k), temp))
+            systems.append(SystemSpec(name, kind, vocoder, str(ckpt), None if k is None else _steps(name, k), temp,
+                                      block))
     names = [s.name for s in systems]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -133,6 +153,12 @@ def parse_systems(node: Any) -> list[SystemSpec]:
     if not systems:
         raise EvaluationConfigError("no systems to evaluate (all entries are null)")
     return systems
+
+
+def _block_frames(name: str, b: Any) -> int:
+    if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+        raise EvaluationConfigError(f"system {name!r}: block sizes must be integers >= 0 (0 = whole), got {b!r}")
+    return b
 
 
 def _steps(name: str, k: Any) -> int:

@@ -24,11 +24,8 @@ import torch
 import torchaudio
 from torch import nn
 
+from tts.errors import MelConfigMismatchError  # noqa: F401  (torch-free home; re-exported here)
 from tts.paths import CONF_DIR
-
-
-class MelConfigMismatchError(ValueError):
-    """Two components were built for different mel definitions."""
 
 
 @dataclass(frozen=True)

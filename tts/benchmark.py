@@ -3,6 +3,8 @@
     python -m tts.benchmark [--ar CKPT] [--nar CKPT] [--random] [--vocoder griffin-lim|hifigan_v3-random|PATH]
         [--lengths 10,25,50,100,200,400] [--ks 0,1,2,4,8] [--repeats 5] [--device cpu|cuda] [--threads N]
         [--batch-sizes 1,8] [--peers] [--peer-size matched|tiny] [--quality FILE] [--out DIR]
+    python -m tts.benchmark cold-start [--repeats 5] [--importtime] [--out DIR]   (tts/bench/cold_start.py)
+    python -m tts.benchmark onnx [--threads 1,2] [--lengths 25,100,300] [--out DIR]  (tts/bench/onnx_speed.py)
 
 Everything is measured in ONE run, so the ratios (AR / NAR-K, ours / peer) compare numbers taken under the
 same machine load.  Each timing is the median over `--repeats` runs after one warm-up run.
@@ -87,8 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Subcommands with their own options (the first argument); without one, the latency/memory benchmark runs.
+SUBCOMMANDS = {"cold-start": "tts.bench.cold_start", "onnx": "tts.bench.onnx_speed"}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        import importlib
+
+        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.memory_probe:
         print(json.dumps(memory_probe(json.loads(Path(args.memory_probe).read_text()))))

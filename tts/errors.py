@@ -8,3 +8,7 @@ class CheckpointError(RuntimeError):
 class SynthesisError(RuntimeError):
     """A sentence could not be made into acceptable audio: non-finite samples (never written), or an AR
     attention failure that survived its retries when the caller asked failures to be errors."""
+
+
+class MelConfigMismatchError(ValueError):
+    """Two components were built for different mel definitions."""

@@ -92,7 +92,8 @@ class SystemSpec:
     """One named system under test: THE system description of `recipes.evaluate` and the listening-test build.
 
     kind "acoustic": text -> acoustic `checkpoint` -> `vocoder`, through a `Synthesizer` (`synthesizer()`),
-    with `refine_steps` K and refiner start-noise `temperature` (None = the checkpoint's own; NAR only).
+    with `refine_steps` K and refiner start-noise `temperature` (None = the checkpoint's own; NAR only), and
+    `block_frames` B (block-mode NAR checkpoints: block-wise decoding; 0 = parallel; None = the checkpoint's).
     The evaluation's reference kinds need no acoustic model: "ground_truth" (the corpus wav), "copy" (the
     corpus mel -> `vocoder`) and "piper" (a peer voice).  The run's seed is not part of the spec: one seed
     serves every system of a run (`identity(seed)` records it next to what made a wav).
@@ -104,6 +105,7 @@ class SystemSpec:
     checkpoint: str | None = None
     refine_steps: int | None = None
     temperature: float | None = None
+    block_frames: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in SYSTEM_KINDS:
@@ -113,8 +115,11 @@ class SystemSpec:
 
     def spec(self) -> dict[str, Any]:
         """What makes the audio, without the name (a report's `systems` table, the benchmark reads K here)."""
-        return {"kind": self.kind, "vocoder": self.vocoder, "checkpoint": self.checkpoint,
+        spec = {"kind": self.kind, "vocoder": self.vocoder, "checkpoint": self.checkpoint,
                 "refine_steps": self.refine_steps, "temperature": self.temperature}
+        if self.block_frames is not None:  # only when set: the identities of earlier runs' wavs stay valid
+            spec["block_frames"] = self.block_frames
+        return spec
 
     def identity(self, seed: int | None = None) -> dict[str, Any]:
         """spec + the checkpoint's mtime (a retrained `last.ckpt` is a different system) + the run's seed
@@ -132,14 +137,14 @@ class SystemSpec:
         if self.kind != "acoustic":
             raise ValueError(f"system {self.name!r} of kind {self.kind!r} has no acoustic model to synthesise with")
         synth = Synthesizer.from_paths(self.checkpoint, self.vocoder, device)
-        synth.controls(refine_steps=self.refine_steps, temperature=self.temperature)
+        synth.controls(refine_steps=self.refine_steps, temperature=self.temperature, block_frames=self.block_frames)
         return synth
 
     def synthesize_items(self, synth: "Synthesizer", texts: Sequence[str], seed: int,
                          indices: Sequence[int] | None = None) -> list["ItemResult"]:
         """`synth.synthesize_items` with this system's controls (synth from `self.synthesizer()`)."""
         return synth.synthesize_items(texts, seed=seed, indices=indices, refine_steps=self.refine_steps,
-                                      temperature=self.temperature)
+                                      temperature=self.temperature, block_frames=self.block_frames)
 
 
 @dataclass

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from tts.errors import CheckpointError
+from tts.errors import CheckpointError, SynthesisError
 from tts.inference_text import CLAUSE_PAUSE_S, _short, check_controls, split_clause, with_final_stop
 from tts.paths import CHECKPOINT_DIR
 
@@ -157,22 +157,19 @@ def frame_to_samples(x: np.ndarray, n_frames_total: int, s0: int, s1: int, hop: 
 
 
 NOISE_PERIOD = 1 << 20
-_noise_tables: dict[int, np.ndarray] = {}
 
 
-def _noise_table(seed: int) -> np.ndarray:
-    """== tts.vocoder.dsp._noise_table (the same counter hash in int64)."""
-    table = _noise_tables.get(seed)
-    if table is None:
-        m32 = 0xFFFFFFFF
-        x = (np.arange(NOISE_PERIOD, dtype=np.int64) + (seed * 0x9E3779B1 & m32)) & m32
-        for mult in (0x45D9F3B, 0x119DE1F3):
-            x = ((x >> 16) ^ x) & m32
-            x = (x * mult) & m32
+def hash_noise(seed: int, s0: int, s1: int) -> np.ndarray:
+    """== tts.vocoder.dsp.hash_noise for one item: [s1 - s0] float32, sample n = the counter hash of n mod
+    NOISE_PERIOD.  Hashes only the samples asked for (torch caches the whole 2**20 table, which would
+    cost a cold start ~0.15 s here); the same int64 arithmetic, so the same values."""
+    m32 = 0xFFFFFFFF
+    x = (np.remainder(np.arange(s0, s1, dtype=np.int64), NOISE_PERIOD) + (seed * 0x9E3779B1 & m32)) & m32
+    for mult in (0x45D9F3B, 0x119DE1F3):
         x = ((x >> 16) ^ x) & m32
-        table = ((x.astype(np.float64) / 2.0**32 - 0.5) * math.sqrt(12.0)).astype(np.float32)
-        _noise_tables[seed] = table
-    return table
+        x = (x * mult) & m32  # < 2**32 * 2**29: fits int64
+    x = ((x >> 16) ^ x) & m32
+    return ((x.astype(np.float64) / 2.0**32 - 0.5) * math.sqrt(12.0)).astype(np.float32)
 
 
 def pulse_train(phase: np.ndarray, f0: np.ndarray, cutoff_hz: float) -> np.ndarray:
@@ -207,7 +204,7 @@ def render_whole(f0: np.ndarray, voiced: np.ndarray, harmonic_cep: np.ndarray, n
     n = np.arange(e0, e1)
     inside = ((n >= 0) & (n < n_frames * hop)).astype(np.float32)
     harmonic = pulse_train(phase, f0_s, dsp["cutoff_hz"]) * voiced_s * inside
-    noise = _noise_table(dsp["seed"])[np.remainder(np.arange(e0, e1), NOISE_PERIOD)][None, :] * inside
+    noise = hash_noise(int(dsp["seed"]), e0, e1)[None, :] * inside
     noise = np.broadcast_to(noise, harmonic.shape)
     j0 = (e0 + w_len // 2) // h
     src = np.stack([harmonic, noise], 1).astype(np.float32)  # [B, 2, E]
@@ -347,8 +344,10 @@ def export_is_current(onnx_dir: str | Path) -> bool:
 class OnnxSynthesizer:
     """The default voice on onnxruntime; see the module docstring for the API."""
 
-    def __init__(self, onnx_dir: str | Path, manifest: dict[str, Any], threads: int | None = None,
+    def __init__(self, onnx_dir: str | Path, manifest: dict[str, Any], threads: int | None = 1,
                  pause_s: float = 0.25) -> None:
+        """threads: onnxruntime's intra-op threads (None = its own default, one per core, whose thread pools
+        cost ~0.1 s more to start per session on a loaded machine; 1 is the fastest start)."""
         import onnxruntime as ort
 
         from tts.text import TextFrontend
@@ -361,7 +360,13 @@ class OnnxSynthesizer:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
             options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        # no busy-waiting worker threads: on a shared CPU they steal the cycles of the main thread (they
+        # doubled the session start-up here, 0.18 -> 0.32 s with 2 threads) and of other processes
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # no arena: tensor shapes change with every batch, and onnxruntime's CPU arena keeps the high-water
+        # mark of every shape it has seen (memory then grows with the document; tests/test_cli_hostile.py)
+        options.enable_cpu_mem_arena = False
         self.sessions: dict[str, Any] = {}
         for name in GRAPHS:
             path = self.onnx_dir / manifest["graphs"][name]["file"]
@@ -384,7 +389,7 @@ class OnnxSynthesizer:
         self.window = hann_window(int(self.voc["window"]))
 
     @classmethod
-    def load(cls, onnx_dir: str | Path = DEFAULT_ONNX_DIR, threads: int | None = None,
+    def load(cls, onnx_dir: str | Path = DEFAULT_ONNX_DIR, threads: int | None = 1,
              verify: bool = True) -> "OnnxSynthesizer":
         """The export in `onnx_dir` (default checkpoints/onnx); `verify` checks each graph's sha256."""
         return cls(onnx_dir, read_manifest(onnx_dir, verify=verify), threads)
@@ -511,6 +516,7 @@ class OnnxSynthesizer:
         if not parts:
             raise errors[0] if errors else UnspeakableTextError(f"nothing speakable in {text!r}")
         timings = Timings(text_s=time.perf_counter() - t0)
+        next_index = len(parts)  # item indices of parts spoken again start past the sentence stream
         pieces_out: list[np.ndarray] = []
         streamed = 0
         for start in range(0, len(parts), batch_size):
@@ -526,9 +532,11 @@ class OnnxSynthesizer:
                 timings.first_audio_s = t3 - t0
             for (piece_text, _, pause), wave, cut in zip(chunk, waves, out.truncated):
                 if not np.isfinite(wave).all():
-                    raise ValueError(f"the model made non-finite audio for {_short(piece_text)!r}")
-                if cut:
-                    notes.append(f"the frame guard cut {_short(piece_text)!r} (spoken as far as the guard allows)")
+                    raise SynthesisError(f"the model made non-finite (NaN/inf) audio for {_short(piece_text)!r}; "
+                                         "the export or the controls are broken")
+                if cut and (halves := split_clause(piece_text)) is not None:
+                    notes.append(f"the frame guard cut {_short(piece_text)!r}: spoken again in two parts")
+                    wave, next_index = self._speak_parts(halves, seed, ctl, next_index)
                 for piece in (np.zeros(int(pause * self.sample_rate), dtype=np.float32), wave):
                     if sink is None:
                         pieces_out.append(piece)
@@ -539,6 +547,27 @@ class OnnxSynthesizer:
                 progress(min(start + batch_size, len(parts)), len(parts))
         wave = np.concatenate(pieces_out) if pieces_out else np.zeros(0, dtype=np.float32)
         return SynthesisResult(wave, self.sample_rate, [p for p, _, _ in parts], timings, notes, streamed_samples=streamed)
+
+    def _speak_parts(self, texts: Sequence[str], seed: int, ctl: dict[str, Any], next_index: int
+                     ) -> tuple[np.ndarray, int]:
+        """== Synthesizer._speak_parts: texts spoken one by one (fresh item indices from `next_index`), joined
+        by CLAUSE_PAUSE_S; a part the guard cuts again is cut again.  -> (wave, the next free index)."""
+        from tts.text.errors import UnspeakableTextError
+
+        pieces: list[np.ndarray] = []
+        for part in texts:
+            try:
+                encoded = self._encode_splitting(part)
+            except UnspeakableTextError:
+                continue
+            for text, ids in encoded:
+                index, next_index = next_index, next_index + 1
+                out = self.mels([ids], seed=seed, indices=[index], **ctl)
+                [wave] = self.vocode(out)
+                if bool(out.truncated[0]) and (halves := split_clause(text)) is not None:
+                    wave, next_index = self._speak_parts(halves, seed, ctl, next_index)
+                pieces += [wave, np.zeros(int(CLAUSE_PAUSE_S * self.sample_rate), dtype=np.float32)]
+        return (np.concatenate(pieces[:-1]) if pieces else np.zeros(0, dtype=np.float32)), next_index
 
     def _encode_splitting(self, sentence: str) -> list[tuple[str, list[int]]]:
         """== Synthesizer._encode_splitting: cut at clause boundaries until the frontend accepts each part."""

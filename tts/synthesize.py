@@ -3,6 +3,12 @@
     python -m tts.synthesize --text "Hello world." --out out.wav
     python -m tts.synthesize --text-file story.txt --out story.wav --model nar --refine-steps 4
     echo "Read from stdin." | python -m tts.synthesize --out out.wav
+    python -m tts.synthesize --runtime onnx --onnx-dir export/ --text "Hi." --out hi.wav
+
+Runtime (--runtime): "torch" runs the checkpoints; "onnx" runs the ONNX export of the default voice
+(`python -m tts.export --out checkpoints/onnx`) with onnxruntime and numpy, without importing torch;
+"auto" (the default) takes onnx when that export exists, is current (its source checkpoints' hashes
+match) and the run asks for nothing it lacks (the default model and vocoder on the CPU), else torch.
 
 Defaults come from checkpoints/default.json (the shipped models).  Exit codes: 0 ok, 1 internal error,
 2 bad usage, 3 bad input text, 4 missing/corrupt checkpoint or vocoder, 5 mel config mismatch, 6 the output
@@ -22,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-import torch
 
-from tts.audio import MelConfigMismatchError
-from tts.checkpoint import CheckpointError
+# torch-free imports only: the ONNX runtime must start without torch (tts.benchmark cold-start); torch
+# and the model code load in the torch branch of _run
+from tts.errors import CheckpointError, MelConfigMismatchError, SynthesisError
 from tts.text.errors import TextError
 
 EXIT_INTERNAL, EXIT_USAGE, EXIT_TEXT, EXIT_CHECKPOINT, EXIT_MISMATCH = 1, 2, 3, 4, 5
@@ -55,7 +61,7 @@ def protect_text_values(argv: list[str]) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from tts.inference import check_controls
+    from tts.inference_text import check_controls
 
     p = argparse.ArgumentParser(prog="python -m tts.synthesize", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -80,7 +86,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="AR: keep a sentence still failing after its retries (a warning) instead of exit 7")
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N")
     p.add_argument("--batch-size", type=int, default=8, help="sentences per batch")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (>= 1)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads of torch or onnxruntime (>= 1)")
+    p.add_argument("--runtime", choices=["auto", "torch", "onnx"], default="auto",
+                   help="torch | onnx (the ONNX export, no torch) | auto (default: onnx when a current export "
+                        "of the default voice exists and the run needs nothing else; see above)")
+    p.add_argument("--onnx-dir", type=Path, default=None,
+                   help="ONNX export folder for --runtime onnx/auto (default: checkpoints/onnx)")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     if args.batch_size < 1:
@@ -105,6 +116,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def device_problem(device: str) -> str | None:
     """Why `device` cannot run here (None when it can): a name torch does not know, or a GPU that is absent."""
+    if device == "cpu":
+        return None  # without importing torch (start-up time)
+    import torch
+
     try:
         dev = torch.device(device)
     except (RuntimeError, ValueError):
@@ -200,8 +215,10 @@ class WavStream:
         except (OSError, RuntimeError) as e:  # soundfile raises LibsndfileError, a RuntimeError
             raise OutputError(f"cannot write {tmp}: {e}") from None
 
-    def write(self, wave: torch.Tensor) -> None:
-        samples = wave.detach().cpu().float().numpy().reshape(-1)
+    def write(self, wave: "torch.Tensor | np.ndarray") -> None:
+        if hasattr(wave, "detach"):  # a torch tensor (the torch runtime); the ONNX runtime hands numpy
+            wave = wave.detach().cpu().float().numpy()
+        samples = np.asarray(wave, dtype=np.float32).reshape(-1)
         if not np.isfinite(samples).all():  # the inference path refuses these; never write one whatever happens
             raise OutputError("refusing to write non-finite audio")
         try:
@@ -242,22 +259,35 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
     """main's work; `reserved` receives the temp output file, which main removes unless it was renamed."""
-    from tts.inference import SynthesisError, Synthesizer, shipped_checkpoint, shipped_defaults
-    from tts.vocoder.pretrained import PretrainedVocoderError
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    PretrainedVocoderError: type[Exception] = CheckpointError  # the torch branch's own is caught as well
     try:
         text = read_text(args)
         if not text.strip():
             raise TextError("the text is empty")
         reserved.append(reserve_output(args.out))  # before the models load: a bad --out costs nothing
-        defaults = shipped_defaults() if args.checkpoint is None or args.vocoder is None else {}
-        acoustic = args.checkpoint or shipped_checkpoint(args.model or defaults["acoustic"])
-        vocoder = args.vocoder or defaults["vocoder"]
-        check_vocoder_path(vocoder)
-        synth = Synthesizer.from_paths(acoustic, vocoder, device=args.device)
-        stream = WavStream(reserved[0], args.out, synth.mel_config.sample_rate)
+        runtime = choose_runtime(args)
+        if runtime == "onnx":
+            from tts.onnx_runtime import DEFAULT_ONNX_DIR, OnnxSynthesizer
+
+            synth = OnnxSynthesizer.load(args.onnx_dir or DEFAULT_ONNX_DIR, threads=args.threads or 1)
+            sample_rate = synth.sample_rate
+            extra = {}
+        else:
+            import torch
+
+            from tts.inference import Synthesizer, shipped_checkpoint, shipped_defaults
+            from tts.vocoder.pretrained import PretrainedVocoderError
+
+            if args.threads:
+                torch.set_num_threads(args.threads)
+            defaults = shipped_defaults() if args.checkpoint is None or args.vocoder is None else {}
+            acoustic = args.checkpoint or shipped_checkpoint(args.model or defaults["acoustic"])
+            vocoder = args.vocoder or defaults["vocoder"]
+            check_vocoder_path(vocoder)
+            synth = Synthesizer.from_paths(acoustic, vocoder, device=args.device)
+            sample_rate = synth.mel_config.sample_rate
+            extra = dict(ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed)
+        stream = WavStream(reserved[0], args.out, sample_rate)
         progress = None
         if not args.quiet:
             def progress(done: int, total: int) -> None:
@@ -266,8 +296,7 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
         try:
             result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
                                       temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch,
-                                      progress=progress, seed=args.seed, ar_retries=args.ar_retries,
-                                      fail_on_ar_failure=not args.keep_failed, sink=stream.write)
+                                      progress=progress, seed=args.seed, sink=stream.write, **extra)
             stream.commit()
         finally:
             stream.close()  # after a failure or Ctrl-C: closed before main removes the temp file
@@ -292,8 +321,36 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
     t = result.timings
     print(f"wrote {args.out} ({result.seconds:.2f} s of audio, {len(result.sentences)} sentence(s), {result.sample_rate} Hz)")
     print(f"timing: text {t.text_s:.3f} s, mel {t.mel_s:.3f} s, vocoder {t.vocoder_s:.3f} s, "
-          f"first audio {t.first_audio_s:.3f} s, RTF {result.rtf:.3f}")
+          f"first audio {t.first_audio_s:.3f} s, RTF {result.rtf:.3f}, runtime {runtime}")
     return 0
+
+
+def choose_runtime(args: argparse.Namespace) -> str:
+    """"torch" or "onnx" for this run (--runtime; "auto" as the module docstring says).  Asking the ONNX
+    runtime for something its export does not hold is a ValueError (exit 2) naming it."""
+    from tts.inference_text import shipped_defaults
+    from tts.onnx_runtime import DEFAULT_ONNX_DIR, export_is_current, read_manifest
+
+    if args.runtime == "torch":
+        return "torch"
+    onnx_dir = args.onnx_dir or DEFAULT_ONNX_DIR
+    defaults = shipped_defaults()
+    wanted = []
+    if args.checkpoint is not None:
+        wanted.append(f"--checkpoint {args.checkpoint}")
+    if args.model not in (None, defaults["acoustic"]):
+        wanted.append(f"--model {args.model}")
+    if args.vocoder not in (None, defaults["vocoder"]):
+        wanted.append(f"--vocoder {args.vocoder}")
+    if args.device != "cpu":
+        wanted.append(f"--device {args.device}")
+    if args.runtime == "auto":
+        return "onnx" if not wanted and export_is_current(onnx_dir) else "torch"
+    if wanted:
+        raise ValueError(f"--runtime onnx runs the exported default voice on the CPU only; not {', '.join(wanted)} "
+                         "(use --runtime torch)")
+    read_manifest(onnx_dir, verify=False)  # a missing export: exit 4 naming the export command
+    return "onnx"
 
 
 def check_vocoder_path(vocoder: str) -> None:
