@@ -47,6 +47,11 @@ SCHEME_PRELUDE = r"""
     (format t "OK\t%s\n" id)))
 (define (synth_one id text wavpath)
   (unwind-protect (synth_one_body id text wavpath) (format t "FAIL\t%s\n" id)))
+(define tts_base_hts_params hts_engine_params)
+(define (synth_one_rate id text wavpath rate)
+  (set! hts_engine_params (append tts_base_hts_params (list (list "-r" rate))))
+  (synth_one id text wavpath)
+  (set! hts_engine_params tts_base_hts_params))
 """
 
 
@@ -213,11 +218,19 @@ class FestivalProcess:
         self.close()
 
     # --- one sentence ----------------------------------------------------------------------------
-    def synth(self, utt_id: str, text: str, wav_path: Path) -> SynthResult:
-        """Synthesise `text` into `wav_path` (Festival's native 32 kHz riff). Raises FestivalError."""
+    def synth(self, utt_id: str, text: str, wav_path: Path, rate: float = 1.0) -> SynthResult:
+        """Synthesise `text` into `wav_path` (Festival's native 32 kHz riff). Raises FestivalError.
+
+        `rate` != 1 is hts_engine's speaking-rate option `-r` for this one sentence (0.8 = slower: a
+        3.13 s sentence becomes 3.93 s; the phone segment times follow); the voice's own parameters
+        are restored after it.
+        """
+        if not 0.2 <= rate <= 5.0:
+            raise ValueError(f"speaking rate {rate} outside [0.2, 5]")
         if self._proc is None or self._proc.poll() is not None:
             self.start()
-        call = f"(synth_one {scheme_string(utt_id)} {scheme_string(text)} {scheme_string(str(wav_path))})\n"
+        args = f"{scheme_string(utt_id)} {scheme_string(text)} {scheme_string(str(wav_path))}"
+        call = f"(synth_one {args})\n" if rate == 1.0 else f"(synth_one_rate {args} {rate:.6f})\n"
         deadline = time.monotonic() + self.timeout_s
         lines: list[str] = []
         errors: list[str] = []

@@ -8,6 +8,12 @@ Output (LJSpeech layout, see data_prep.corpus):
     DIR/metadata.csv          id|text|normalised text (Festival's word expansion, punctuation kept)
     DIR/splits/{train,val,test}.txt, DIR/corpus.json, DIR/failures.jsonl (sentences Festival failed on)
 
+With --prosody-variation R, each of the N texts is rendered R times with hidden random prosody
+(data_prep.prosody: speaking rate, F0 level, lengthened pauses), IDs `var_00001_1` ... `var_00001_R`;
+the drawn values go to DIR/prosody/ID.json (never read by a dataset), and the splits keep the
+renditions of a text together, hashed by the `slt_%05d` ID of the same text, so the held-out texts are
+the ones the deterministic corpus holds out too.
+
 IDs are `slt_00001`, ... in the sentence order of data_prep.sentences (seeded hash order), so the
 first N of a larger build are the same utterances as a build with --n N. J shards = J threads, each
 driving one long-running `festival` process (the work happens in the child processes, so threads are
@@ -36,10 +42,12 @@ from data_prep import sentences as sent
 from data_prep.atomic import remove_stale_tmp, tmp_path, write_json_atomic
 from data_prep.corpus import Utterance, segments_path, wav_path, write_metadata
 from data_prep.festival import VOICE, FestivalError, FestivalProcess, SynthResult
+from data_prep.prosody import PROSODY_DIR, Prosody, ProsodyRanges, draw_prosody, insert_pauses, side_record
 from data_prep.splits import SplitConfig, write_splits
 
 SAMPLE_RATE = 22050
 ID_PREFIX = "slt"
+VARIED_PREFIX = "var"
 # sox: -D no dither (byte-reproducible output); `rate -v` = very high quality linear-phase resampler.
 SOX_RATE_EFFECT = ["rate", "-v"]
 # Hash of this builder's source as loaded (not as on disk at the end of a long run).
@@ -54,6 +62,10 @@ class ResampleError(RuntimeError):
 class Planned:
     id: str
     text: str
+    prosody: Prosody | None = None  # None: Festival's own rendering (the deterministic corpus)
+    text_id: str | None = None  # the `slt_%05d` ID of the text (varied corpus: shared by its renditions)
+    rendition: int = 0
+    seed: int = 0
 
 
 @dataclass
@@ -91,6 +103,37 @@ def plan(texts: list[str], n: int) -> list[Planned]:
     return [Planned(id=f"{ID_PREFIX}_{i + 1:05d}", text=t) for i, t in enumerate(texts[:n])]
 
 
+@dataclass(frozen=True)
+class Variation:
+    """--prosody-variation: `renditions` per text, prosody drawn from `ranges` with `seed`."""
+
+    renditions: int
+    seed: int = 0
+    ranges: ProsodyRanges = ProsodyRanges()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"renditions": self.renditions, "seed": self.seed, **vars(self.ranges),
+                "side_files": f"{PROSODY_DIR}/ID.json (never read by a dataset)"}
+
+
+def plan_varied(texts: list[str], n: int, variation: Variation) -> list[Planned]:
+    """R renditions of each of the first `n` texts, each with its own drawn prosody."""
+    out = []
+    for base in plan(texts, n):
+        index = base.id.split("_")[1]
+        for r in range(1, variation.renditions + 1):
+            utt_id = f"{VARIED_PREFIX}_{index}_{r}"
+            out.append(Planned(id=utt_id, text=base.text, text_id=base.id, rendition=r, seed=variation.seed,
+                               prosody=draw_prosody(variation.seed, utt_id, variation.ranges)))
+    return out
+
+
+def text_group(utt_id: str) -> str:
+    """The split key: a rendition `var_00042_3` is held out with text `slt_00042`."""
+    parts = utt_id.split("_")
+    return f"{ID_PREFIX}_{parts[1]}" if parts[0] == VARIED_PREFIX and len(parts) == 3 else utt_id
+
+
 def is_done(out_dir: Path, item: Planned) -> bool:
     """wav + json present and the json is for the same text (guards against a changed sentence pool)."""
     seg = segments_path(out_dir, item.id)
@@ -102,10 +145,12 @@ def is_done(out_dir: Path, item: Planned) -> bool:
         return False
 
 
-def resample_sox(src: Path, dst: Path, sample_rate: int) -> bool:
-    """Resample `src` into `dst` (16-bit mono wav). Returns True if sox reported clipping."""
+def resample_sox(src: Path, dst: Path, sample_rate: int, pitch_cents: float = 0.0) -> bool:
+    """Resample `src` into `dst` (16-bit mono wav), shifting F0 by `pitch_cents` (sox `pitch`, which
+    keeps the duration). Returns True if sox reported clipping."""
+    pitch = ["pitch", f"{pitch_cents:.1f}"] if pitch_cents else []
     cmd = ["sox", "-D", "-V2", str(src), "-t", "wav", "-r", str(sample_rate), "-b", "16", "-c", "1",
-           "-e", "signed-integer", str(dst), *SOX_RATE_EFFECT]
+           "-e", "signed-integer", str(dst), *pitch, *SOX_RATE_EFFECT]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ResampleError(f"sox failed on {src}: {proc.stderr.strip()}")
@@ -117,13 +162,24 @@ def synth_utterance(fest: FestivalProcess, out_dir: Path, item: Planned) -> tupl
     raw = out_dir / ".festival32k" / f"{item.id}.wav"
     wav, seg = wav_path(out_dir, item.id), segments_path(out_dir, item.id)
     wav_tmp, seg_tmp = tmp_path(wav), tmp_path(seg)
+    side = out_dir / PROSODY_DIR / f"{item.id}.json"
     try:
-        result: SynthResult = fest.synth(item.id, item.text, raw)
+        prosody = item.prosody
+        result: SynthResult = fest.synth(item.id, item.text, raw, rate=prosody.rate if prosody else 1.0)
         if not result.segments or not result.words:
             raise FestivalError("festival produced no phones or words")
         raw_info = sf.info(str(raw))
-        clipped = resample_sox(raw, wav_tmp, SAMPLE_RATE)
+        ends = [s.end for s in result.segments]
+        edits = []
+        if prosody is not None and any(prosody.pause_draws):
+            wave, sr = sf.read(str(raw), dtype="int16")
+            wave, ends, edits = insert_pauses(wave, sr, [s.phone for s in result.segments], ends, prosody)
+            sf.write(str(raw), wave, sr, subtype="PCM_16")
+        clipped = resample_sox(raw, wav_tmp, SAMPLE_RATE, prosody.pitch_cents if prosody else 0.0)
         n_samples = sf.info(str(wav_tmp)).frames
+        if prosody is not None:
+            write_json_atomic(side, side_record(item.id, item.text_id or item.id, item.rendition, item.seed,
+                                                prosody, edits))
         record = {
             "id": item.id,
             "text": item.text,
@@ -133,7 +189,7 @@ def synth_utterance(fest: FestivalProcess, out_dir: Path, item: Planned) -> tupl
             "n_samples": n_samples,
             "festival_sample_rate": raw_info.samplerate,
             "festival_n_samples": raw_info.frames,
-            "segments": [{"phone": s.phone, "end": s.end, "word": s.word} for s in result.segments],
+            "segments": [{"phone": s.phone, "end": end, "word": s.word} for s, end in zip(result.segments, ends)],
         }
         seg_tmp.write_text(json.dumps(record, indent=None) + "\n", encoding="utf-8")
         # wav first, json last: the json is the "utterance complete" marker that is_done checks.
@@ -224,19 +280,20 @@ def _tool_versions() -> dict[str, str]:
 
 def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dict[str, object],
                  split_config: SplitConfig = SplitConfig(), timeout_s: float = 120.0,
-                 retry_failed: bool = False, command: str | None = None) -> BuildSummary:
+                 retry_failed: bool = False, command: str | None = None,
+                 variation: Variation | None = None) -> BuildSummary:
     """Synthesise the first `n` of `texts` into `out_dir` (resuming), then write metadata/splits/corpus.json."""
     t0 = time.monotonic()
     if shutil.which("sox") is None:
         raise FileNotFoundError("`sox` not found on PATH: apt-get install -y --no-install-recommends sox")
     out_dir = Path(out_dir)
-    for sub in ("wavs", "segments", ".festival32k"):
+    for sub in ("wavs", "segments", ".festival32k", *((PROSODY_DIR,) if variation else ())):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
         remove_stale_tmp(out_dir / sub)
     for p in (out_dir / ".festival32k").glob("*.wav"):
         p.unlink()
 
-    planned = plan(texts, n)
+    planned = plan_varied(texts, n, variation) if variation else plan(texts, n)
     earlier_failures = {} if retry_failed else _read_failures(out_dir)
     if retry_failed:
         (out_dir / "failures.jsonl").unlink(missing_ok=True)
@@ -279,7 +336,7 @@ def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dic
 
     summary = _finalise(out_dir, planned, summary, split_config)
     summary.wall_seconds = time.monotonic() - t0
-    write_json_atomic(out_dir / "corpus.json", _corpus_info(summary, split_config, source, command))
+    write_json_atomic(out_dir / "corpus.json", _corpus_info(summary, split_config, source, command, variation))
     return summary
 
 
@@ -299,14 +356,15 @@ def _finalise(out_dir: Path, planned: list[Planned], summary: BuildSummary,
     write_metadata(out_dir, utts)
     summary.n_utterances = len(utts)
     summary.audio_seconds = seconds
-    summary.splits = write_splits(out_dir, [u.id for u in utts], split_config)
+    summary.splits = write_splits(out_dir, [u.id for u in utts], split_config, group=text_group)
     return summary
 
 
 def _corpus_info(summary: BuildSummary, split_config: SplitConfig, source: dict[str, object],
-                 command: str | None) -> dict[str, object]:
+                 command: str | None, variation: Variation | None = None) -> dict[str, object]:
     return {
-        "name": "festival-slt-fortunes",
+        "name": "festival-slt-fortunes" + ("-varied" if variation else ""),
+        "prosody_variation": variation.to_dict() if variation else None,
         "builder": "data_prep.festival_corpus",
         "builder_sha256": BUILDER_SHA256,
         "n_requested": summary.n_requested,
@@ -317,7 +375,8 @@ def _corpus_info(summary: BuildSummary, split_config: SplitConfig, source: dict[
         "sample_rate": SAMPLE_RATE,
         "festival_sample_rate": sorted(summary.festival_sample_rates),
         "resampler": "sox -D " + " ".join(SOX_RATE_EFFECT) + " (very high quality, no dither)",
-        "id_format": f"{ID_PREFIX}_%05d, position in the sentence order",
+        "id_format": (f"{VARIED_PREFIX}_%05d_R: text position in the sentence order, rendition R" if variation
+                      else f"{ID_PREFIX}_%05d, position in the sentence order"),
         "command": command,
         "text_source": source,
         "splits": {**split_config.to_dict(), "sizes": summary.splits},
@@ -362,7 +421,25 @@ def main(argv: list[str] | None = None) -> int:
                     help="tiny-corpus rule: top up val/test to this many (capped at N//3)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per sentence before festival is restarted")
     ap.add_argument("--retry-failed", action="store_true", help="retry sentences listed in failures.jsonl")
+    var = ap.add_argument_group("prosody variation (a one-to-many corpus; data_prep.prosody)")
+    var.add_argument("--prosody-variation", type=int, default=0, metavar="R",
+                     help="render each text R times with hidden random prosody (0 = Festival's own, once)")
+    var.add_argument("--seed", type=int, default=0, help="seed of the prosody draws")
+    var.add_argument("--rate-range", type=float, nargs=2, default=ProsodyRanges.rate_range, metavar=("LO", "HI"))
+    var.add_argument("--pitch-range-cents", type=float, nargs=2, default=ProsodyRanges.pitch_range_cents,
+                     metavar=("LO", "HI"))
+    var.add_argument("--pause-prob", type=float, default=ProsodyRanges.pause_prob)
+    var.add_argument("--pause-range", type=float, nargs=2, default=ProsodyRanges.pause_range_s, metavar=("LO", "HI"),
+                     help="seconds of silence added to a chosen phrase-internal pause")
     args = ap.parse_args(argv)
+    if args.prosody_variation < 0:
+        ap.error("--prosody-variation must be >= 0")
+    try:
+        variation = Variation(args.prosody_variation, args.seed, ProsodyRanges(
+            tuple(args.rate_range), tuple(args.pitch_range_cents), args.pause_prob, tuple(args.pause_range),
+        )) if args.prosody_variation else None
+    except ValueError as e:
+        ap.error(str(e))
 
     config = sent.SentenceConfig(max_words=args.max_words)
     texts, source = load_texts(args.sentences, config)
@@ -370,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m data_prep.festival_corpus " + " ".join(sys.argv[1:] if argv is None else argv)
     try:
         summary = build_corpus(args.out, texts, args.n, max(1, args.jobs), source, split_config,
-                               args.timeout, args.retry_failed, command)
+                               args.timeout, args.retry_failed, command, variation)
     except (FileNotFoundError, RuntimeError) as e:  # missing festival/sox/voice: say so, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ fires (expected test size 2 % of N), so large-corpus splits stay purely hash-bas
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,30 +48,42 @@ def split_hash(utt_id: str) -> float:
     return int.from_bytes(hashlib.sha1(utt_id.encode()).digest()[:8], "big") / 2**64
 
 
-def assign_splits(ids: list[str], config: SplitConfig = SplitConfig()) -> dict[str, list[str]]:
-    """{"train": [...], "val": [...], "test": [...]}, each sorted, disjoint, covering `ids`."""
-    splits: dict[str, list[str]] = {name: [] for name in SPLIT_NAMES}
+def assign_splits(ids: list[str], config: SplitConfig = SplitConfig(),
+                  group: Callable[[str], str] | None = None) -> dict[str, list[str]]:
+    """{"train": [...], "val": [...], "test": [...]}, each sorted, disjoint, covering `ids`.
+
+    `group` maps an ID to the key that is hashed (default: the ID itself). IDs with the same key always
+    land in the same split, so several renditions of one text (data_prep.festival_corpus
+    --prosody-variation) are held out together, never one heard in training and another in test.
+    """
+    key = group or (lambda utt_id: utt_id)
+    members: dict[str, list[str]] = {}
     for utt_id in ids:
-        u = split_hash(utt_id)
+        members.setdefault(key(utt_id), []).append(utt_id)
+    keys = list(members)
+    splits: dict[str, list[str]] = {name: [] for name in SPLIT_NAMES}
+    for k in keys:
+        u = split_hash(k)
         if u < config.test_fraction:
-            splits["test"].append(utt_id)
+            splits["test"].append(k)
         elif u < config.test_fraction + config.val_fraction:
-            splits["val"].append(utt_id)
+            splits["val"].append(k)
         else:
-            splits["train"].append(utt_id)
-    need = min(config.min_per_split, len(ids) // 3)
+            splits["train"].append(k)
+    need = min(config.min_per_split, len(keys) // 3)
     spare = sorted(splits["train"], key=split_hash)  # closest to the held-out hash range first
     for name in ("test", "val"):
         while len(splits[name]) < need and spare:
             moved = spare.pop(0)
             splits["train"].remove(moved)
             splits[name].append(moved)
-    return {name: sorted(v) for name, v in splits.items()}
+    return {name: sorted(i for k in v for i in members[k]) for name, v in splits.items()}
 
 
-def write_splits(out_dir: Path, ids: list[str], config: SplitConfig = SplitConfig()) -> dict[str, int]:
+def write_splits(out_dir: Path, ids: list[str], config: SplitConfig = SplitConfig(),
+                 group: Callable[[str], str] | None = None) -> dict[str, int]:
     """Write out_dir/splits/{train,val,test}.txt (one ID a line); returns the sizes."""
-    splits = assign_splits(ids, config)
+    splits = assign_splits(ids, config, group)
     for name, members in splits.items():
         write_text_atomic(out_dir / "splits" / f"{name}.txt", "".join(f"{i}\n" for i in members))
     return {name: len(members) for name, members in splits.items()}

@@ -38,6 +38,7 @@ position in the split), so a resumed run makes the same audio as an uninterrupte
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import logging
@@ -366,6 +367,15 @@ def _finite(x) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
+@functools.lru_cache(maxsize=2)
+def _mel_fn(sample_rate: int) -> MelSpectrogram:
+    """The one mel definition at the references' rate (the over-smoothing measures read its mel)."""
+    config = MelConfig.default()
+    if config.sample_rate != sample_rate:
+        raise ValueError(f"references at {sample_rate} Hz, the mel definition is at {config.sample_rate} Hz")
+    return MelSpectrogram(config)
+
+
 def score_utterance(system: SystemSpec, r: Reference, out: Path, cfg: DictConfig, judges: Judges) -> dict:
     metrics = cfg.metrics
     wave, sr = _read_wav(out / f"{r.id}.wav")
@@ -388,6 +398,16 @@ def score_utterance(system: SystemSpec, r: Reference, out: Path, cfg: DictConfig
                 row["vuv_error"] = pm.vuv_error
         except ValueError as e:  # e.g. an empty output
             errors.append(f"mcd/f0: {e}")
+
+    if same_speaker and metrics.get("smoothing", False):
+        from tts.evaluation import smoothing
+
+        try:
+            mel_fn = _mel_fn(r.sample_rate)
+            row.update(smoothing.compare(smoothing.measure(_resample(wave, sr, r.sample_rate), mel_fn),
+                                         smoothing.measure(r.wave, mel_fn)))
+        except ValueError as e:  # an empty or silent output
+            errors.append(f"smoothing: {e}")
 
     # length against the ground truth, in the system's frames (default mel config if no sidecar)
     default = MelConfig.default()

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The multimodality lab's trainings (docs/results/multimodality), resumable: run again after a kill and
+# each step picks up where it stopped (corpus and features skip finished utterances, trainings resume
+# from last.ckpt, finished trainings are skipped).  Two lanes, one thread each, so they share 2 cores:
+#   scripts/multimodality_train.sh corpus        # the varied corpus + features + Festival durations
+#   scripts/multimodality_train.sh ar            # lane 1: AR, then its durations, then the distilled NAR
+#   scripts/multimodality_train.sh nar           # lane 2: NAR + refiner on Festival durations
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
+PY=.venv/bin/python
+DATA=data/slt_varied
+
+train() {  # train EXPERIMENT: resume if a run exists, skip if it reached max_steps
+    local name=$1; shift
+    local resume=()
+    [ -e "exp/$name/checkpoints/last.ckpt" ] && resume=(ckpt_path=last)
+    [ -e "exp/$name/DONE" ] && { echo "$name: done"; return 0; }
+    $PY -m recipes.train "experiment=$name" trainer.enable_progress_bar=false trainer.log_every_n_steps=50 \
+        "${resume[@]}" "$@"
+    touch "exp/$name/DONE"
+}
+
+case "${1:-}" in
+  corpus)
+    $PY -m data_prep.festival_corpus --n 1500 --out $DATA --jobs 2 --prosody-variation 3 --seed 0
+    $PY -m data_prep.features --data $DATA --jobs 2
+    $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
+    $PY -m data_prep.variability --data $DATA --out docs/results/multimodality/variability.json ;;
+  ar)
+    train mm_ar
+    [ -e $DATA/durations/mm_ar_teacher/report.json ] || \
+      $PY -m recipes.extract_durations checkpoint=exp/mm_ar/checkpoints/last.ckpt data_root=$DATA name=mm_ar_teacher threads=1
+    train mm_nar_distilled ;;
+  nar)
+    train mm_nar ;;
+  *) echo "usage: $0 corpus|ar|nar" >&2; exit 2 ;;
+esac
