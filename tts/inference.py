@@ -255,6 +255,9 @@ class Synthesizer:
         unsupported = sorted(set(asked) - self._infer_args)
         if unsupported:
             raise ValueError(f"{type(self.model).__name__} has no {', '.join(unsupported)} (NAR-only controls)")
+        if asked.get("block_frames") and getattr(self.model, "block_prenet", None) is None:
+            raise ValueError("block_frames > 0 needs a block-mode checkpoint (e.g. checkpoints/nar_block.pt); this one "
+                             "was trained for parallel decoding only")
         return asked
 
     # --- the stages (each the only place its work happens) ------------------------------------------

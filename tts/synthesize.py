@@ -4,6 +4,14 @@
     python -m tts.synthesize --text-file story.txt --out story.wav --model nar --refine-steps 4
     echo "Read from stdin." | python -m tts.synthesize --out out.wav
     python -m tts.synthesize --runtime onnx --onnx-dir export/ --text "Hi." --out hi.wav
+    python -m tts.synthesize --checkpoint checkpoints/nar_block.pt --block-frames 16 --stream --text-file book.txt --out - | aplay -f S16_LE -r 22050
+
+Streaming (--stream): audio is written as it is vocoded -- with a block-mode NAR (--block-frames B) and the
+source-filter vocoder, block by block inside each sentence; otherwise a sentence at a time (Griffin-Lim
+reconstructs phase over a whole sentence's spectrogram, so it is vocoded per sentence).  To a file, the wav
+grows at --out itself (its header's sizes are fixed when the run ends; a failed run removes it); with
+--out - the audio goes to stdout as raw 16-bit little-endian mono PCM at the model's sample rate (also
+without --stream, a sentence batch at a time).  Either way memory stays bounded for any length of text.
 
 Runtime (--runtime): "torch" runs the checkpoints; "onnx" runs the ONNX export of the default voice
 (`python -m tts.export --out checkpoints/onnx`) with onnxruntime and numpy, without importing torch;
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import io
 import logging
 import os
 import sys
@@ -69,7 +78,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     src.add_argument("--text", help="text to speak (may start with '-')")
     src.add_argument("--text-file", type=Path,
                      help="UTF-8 (or UTF-16 with a BOM) text file to speak; a pipe or /dev/stdin works ('-' = stdin)")
-    p.add_argument("--out", type=Path, required=True, help="output wav (16-bit PCM)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="output wav (16-bit PCM); '-' = raw 16-bit little-endian mono PCM on stdout")
+    p.add_argument("--stream", action="store_true",
+                   help="write audio as it is vocoded (block by block with --block-frames; see above)")
+    p.add_argument("--block-frames", type=int, default=None,
+                   help="NAR block-mode checkpoints: decode in blocks of B frames (0 = parallel; default: the checkpoint's)")
     p.add_argument("--model", choices=["nar", "ar"], default=None, help="shipped acoustic model (default: checkpoints/default.json)")
     p.add_argument("--checkpoint", type=Path, default=None, help="acoustic checkpoint file (overrides --model)")
     p.add_argument("--vocoder", default=None, help="source-filter | griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder (default: checkpoints/default.json)")
@@ -100,6 +114,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--threads must be >= 1")
     if args.ar_retries < 0:
         p.error("--ar-retries must be >= 0")
+    if args.block_frames is not None and args.block_frames < 0:
+        p.error("--block-frames must be >= 0 (0 = parallel)")
     for flag, name, value in (("--refine-steps", "refine_steps", args.refine_steps), ("--temperature", "temperature", args.temperature),
                               ("--speed", "speed", args.speed), ("--pitch", "pitch_shift", args.pitch)):
         try:
@@ -203,6 +219,37 @@ def reserve_output(path: Path) -> Path:
     return Path(tmp)
 
 
+class PcmStdout:
+    """--out -: each piece as raw 16-bit little-endian PCM on stdout, flushed at once (a player or pipe starts
+    on the first piece).  The same write/commit/close as WavStream."""
+
+    def __init__(self, sample_rate: int) -> None:
+        self.out = sys.stdout.buffer
+        self.sample_rate = sample_rate
+
+    def write(self, wave: "torch.Tensor | np.ndarray") -> None:
+        if hasattr(wave, "detach"):
+            wave = wave.detach().cpu().float().numpy()
+        samples = np.asarray(wave, dtype=np.float32).reshape(-1)
+        if not np.isfinite(samples).all():
+            raise OutputError("refusing to write non-finite audio")
+        # libsndfile's float -> PCM_16 conversion, as the wav path: the same samples to the bit
+        buf = io.BytesIO()
+        with sf.SoundFile(buf, "w", samplerate=self.sample_rate, channels=1, subtype="PCM_16", format="RAW", endian="LITTLE") as f:
+            f.write(np.clip(samples, -1.0, 1.0))
+        try:
+            self.out.write(buf.getvalue())
+            self.out.flush()
+        except (OSError, ValueError) as e:  # a closed pipe (the player quit)
+            raise OutputError(f"writing to stdout failed: {e}") from None
+
+    def commit(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class WavStream:
     """16-bit PCM written piece by piece into the reserved temp file as synthesis makes it (memory stays one
     batch for any length of text); `commit` renames it over --out (atomic: a reader or an earlier file never
@@ -264,7 +311,12 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
         text = read_text(args)
         if not text.strip():
             raise TextError("the text is empty")
-        reserved.append(reserve_output(args.out))  # before the models load: a bad --out costs nothing
+        to_stdout = str(args.out) == "-"
+        if not to_stdout:
+            reserved.append(reserve_output(args.out))  # before the models load: a bad --out costs nothing
+            if args.stream:  # the wav grows at --out itself; a failed run removes it (main removes `reserved`)
+                reserved[0].unlink()
+                reserved[0] = args.out
         runtime = choose_runtime(args)
         if runtime == "onnx":
             from tts.onnx_runtime import DEFAULT_ONNX_DIR, OnnxSynthesizer
@@ -287,17 +339,24 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
             synth = Synthesizer.from_paths(acoustic, vocoder, device=args.device)
             sample_rate = synth.mel_config.sample_rate
             extra = dict(ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed)
-        stream = WavStream(reserved[0], args.out, sample_rate)
+        stream = PcmStdout(sample_rate) if to_stdout else WavStream(reserved[0], args.out, sample_rate)
         progress = None
         if not args.quiet:
             def progress(done: int, total: int) -> None:
                 if total > 1:
                     print(f"\r  {done}/{total} sentences", end="\n" if done == total else "", file=sys.stderr, flush=True)
         try:
-            result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
-                                      temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch,
-                                      progress=progress, seed=args.seed, sink=stream.write, **extra)
+            if args.block_frames is not None:
+                extra["block_frames"] = args.block_frames
+            if args.stream:
+                result = stream_to(synth, stream, text, args, extra)
+            else:
+                result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
+                                          temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch,
+                                          progress=progress, seed=args.seed, sink=stream.write, **extra)
             stream.commit()
+            if args.stream:
+                reserved.clear()  # the wav at --out is the result now, not a leftover to remove
         finally:
             stream.close()  # after a failure or Ctrl-C: closed before main removes the temp file
     except TextError as e:
@@ -319,10 +378,26 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
     for note in result.notes:  # printed even with --quiet: a repaired or failed sentence must not pass silently
         print(f"note: {note}", file=sys.stderr)
     t = result.timings
-    print(f"wrote {args.out} ({result.seconds:.2f} s of audio, {len(result.sentences)} sentence(s), {result.sample_rate} Hz)")
+    report = sys.stderr if to_stdout else sys.stdout  # stdout carries the audio with --out -
+    print(f"wrote {args.out} ({result.seconds:.2f} s of audio, {len(result.sentences)} sentence(s), {result.sample_rate} Hz)",
+          file=report)
     print(f"timing: text {t.text_s:.3f} s, mel {t.mel_s:.3f} s, vocoder {t.vocoder_s:.3f} s, "
-          f"first audio {t.first_audio_s:.3f} s, RTF {result.rtf:.3f}, runtime {runtime}")
+          f"first audio {t.first_audio_s:.3f} s, RTF {result.rtf:.3f}, runtime {runtime}", file=report)
     return 0
+
+
+def stream_to(synth, writer: "PcmStdout | WavStream", text: str, args: argparse.Namespace, extra: dict):
+    """--stream: `Synthesizer.stream_utterance` chunks into `writer` as they come -> a SynthesisResult."""
+    from tts.inference import SynthesisResult
+
+    utt = synth.utterance(text, seed=args.seed, refine_steps=args.refine_steps, temperature=args.temperature,
+                          speed=args.speed, pitch_shift=args.pitch, **extra)
+    n = 0
+    for chunk in synth.stream_utterance(utt):
+        writer.write(chunk)
+        n += chunk.numel()
+    return SynthesisResult(chunk.new_zeros(0), synth.mel_config.sample_rate, [p.text for p in utt.parts],
+                           utt.run.timings, utt.run.notes, streamed_samples=n)
 
 
 def choose_runtime(args: argparse.Namespace) -> str:
@@ -344,6 +419,8 @@ def choose_runtime(args: argparse.Namespace) -> str:
         wanted.append(f"--vocoder {args.vocoder}")
     if args.device != "cpu":
         wanted.append(f"--device {args.device}")
+    if args.stream or args.block_frames:
+        wanted.append("--stream" if args.stream else f"--block-frames {args.block_frames}")
     if args.runtime == "auto":
         return "onnx" if not wanted and export_is_current(onnx_dir) else "torch"
     if wanted:
