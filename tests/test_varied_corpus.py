@@ -75,6 +75,11 @@ def varied(tmp_path_factory) -> Path:
     return out
 
 
+def _featurise(root: Path) -> None:
+    if not (root / "features" / "stats.json").is_file():
+        assert features.main(["--data", str(root), "--jobs", "1"]) == 0
+
+
 @needs_festival
 def test_renditions_differ_and_the_draw_is_recorded(varied: Path):
     ids = [u.id for u in corpus.read_metadata(varied)]
@@ -114,7 +119,7 @@ def test_the_dataset_never_opens_the_side_files(varied: Path):
     from tts.data.dataset import TTSDataset
     from tts.text.frontend import TextFrontend
 
-    assert features.main(["--data", str(varied), "--jobs", "1"]) == 0
+    _featurise(varied)
     side_dir = str((varied / PROSODY_DIR).resolve())
     opened: list[str] = []
     watching = [True]
@@ -139,8 +144,7 @@ def test_the_dataset_never_opens_the_side_files(varied: Path):
 
 @needs_festival
 def test_variability_is_measured(varied: Path):
-    if not (varied / "features").is_dir():
-        assert features.main(["--data", str(varied), "--jobs", "1"]) == 0
+    _featurise(varied)
     report = variability.measure(varied)
     assert report["n_texts"] == 3 and report["renditions_per_text"] == [3]
     assert report["duration_std_s"]["median"] > 0.05
@@ -151,3 +155,39 @@ def test_variability_refuses_a_corpus_without_renditions():
     fixture = Path(__file__).parent / "fixtures" / "slt20"
     with pytest.raises(corpus.CorpusError, match="two or more renditions"):
         variability.measure(fixture)
+
+
+@needs_festival
+def test_the_labs_evaluation_and_tradeoff_plot_run_on_a_tiny_varied_corpus(varied: Path, tmp_path: Path):
+    """The lab's own evaluation config (conf/evaluate_multimodality.yaml) end to end on the tiny corpus,
+    with random tiny models in place of the trained ones, then its table and quality-vs-time plot."""
+    import subprocess
+
+    from helpers import TINY, tiny_checkpoint
+    from tts.evaluation import table, tradeoff
+    from tts.paths import REPO_ROOT
+
+    _featurise(varied)
+    ar = tiny_checkpoint(tmp_path / "ar.pt", "autoregressive", **TINY["autoregressive"])
+    nar = tiny_checkpoint(tmp_path / "nar.pt", "nonautoregressive", **TINY["nonautoregressive"])
+    out = tmp_path / "eval"
+    overrides = [f"data_root={varied}", f"out_dir={out}", "threads=1", "metrics.mos=false", "metrics.asr=false",
+                 "metrics.mcd=false", "metrics.f0=false",
+                 f"systems.ar.checkpoint={ar}", f"systems.nar.checkpoint={nar}", "systems.nar.nar_ks=[0,2]",
+                 f"systems.nar_distilled.checkpoint={nar}", "systems.nar_distilled.nar_ks=[0]"]
+    p = subprocess.run([sys.executable, "-m", "recipes.evaluate", "--config-name", "evaluate_multimodality", *overrides],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+                       env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["summary"]) == {"ground_truth", "copy_source_filter", "ar", "nar_k0", "nar_k2", "nar_distilled_k0"}
+    gt, k0 = report["summary"]["ground_truth"], report["summary"]["nar_k0"]
+    assert gt["gv_ratio_db"]["mean"] == 0.0 and k0["gv_ratio_db"]["mean"] != 0.0  # measured, per system
+    assert k0["spectral_flatness"]["n"] == 3  # the held-out text's three renditions
+    md = table.to_markdown(table.collect([out / "report.json"]), ["gv_ratio_db", "spectral_flatness"], ci=True)
+    assert "| nar_k2 |" in md
+    assert tradeoff.main([str(out / "report.json"), "--out", str(tmp_path / "plot"), "--y", "spectral_flatness"]) == 0
+    plotted = json.loads((tmp_path / "plot" / "tradeoff.json").read_text())
+    by_name = {pt["system"]: pt for pt in plotted["points"]}
+    assert by_name["ground_truth"]["mel_ms"] is None and by_name["nar_k2"]["mel_ms"] > 0
+    assert (tmp_path / "plot" / "tradeoff.png").stat().st_size > 5000

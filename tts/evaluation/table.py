@@ -25,7 +25,7 @@ from typing import Sequence
 CORPUS_COLUMNS = ("cer", "wer")
 DEFAULT_COLUMNS = ("cer", "wer", "mcd_db", "distillmos")
 # decimals per column (others: 3); MCD in dB and F0 in cents do not need more
-DIGITS = {"mcd_db": 2, "log_f0_rmse_cents": 0, "distillmos": 2, "mel_s": 3, "seconds": 2}
+DIGITS = {"mcd_db": 2, "log_f0_rmse_cents": 0, "distillmos": 2, "mel_s": 3, "seconds": 2, "gv_ratio_db": 2}
 
 
 class ReportError(ValueError):
