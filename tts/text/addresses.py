@@ -17,6 +17,7 @@ import re
 
 from tts.text import number_words as numbers
 from tts.text.abbreviations import DIRECTIONS, STATE_WORDS, STREET_TYPES, UNIT_DESIGNATORS, US_STATES
+from tts.text.sentences import ends_sentence
 
 _TYPE_ALT = "|".join(sorted(STREET_TYPES, key=len, reverse=True))
 _DIR_ALT = "|".join(sorted(DIRECTIONS, key=len, reverse=True))
@@ -28,7 +29,6 @@ _ADDRESS_RE = re.compile(
 _STATE_ZIP_RE = re.compile(r"\b([A-Z]{2}),?\s+(\d{5})(?:-(\d{4}))?\b")
 _STATE_END_RE = re.compile(r"(?<=[a-z], )([A-Z]{2})\b(?=\s*(?:,|$|\.\s*$))")
 _DESIGNATOR_RE = re.compile(r"\b(" + "|".join(UNIT_DESIGNATORS) + r")\.?\s*(?=#?\s*\w*\d)")
-_SENTENCE_START_AHEAD = re.compile(r"\s*$|\s+[\"']?[A-Z]")
 
 
 def house_number(digits: str) -> str:
@@ -56,7 +56,7 @@ def _address(text: str, m: re.Match[str]) -> str:
     words.append(name.strip())
     words.append(STREET_TYPES[kind.lower()])
     # the period of "St." also ends the sentence when a capital (or the end of the text) follows
-    end = "." if period and _SENTENCE_START_AHEAD.match(text, m.end()) else ""
+    end = "." if period and ends_sentence(text, m.end()) else ""
     return " ".join(words) + end
 
 

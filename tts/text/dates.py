@@ -17,6 +17,7 @@ import re
 
 from tts.text import number_words as numbers
 from tts.text.abbreviations import MONTH_FORMS, MONTHS
+from tts.text.sentences import ends_sentence
 
 _MONTH_ALT = "|".join(sorted(MONTH_FORMS, key=len, reverse=True))
 _DAY = r"(0?[1-9]|[12]\d|3[01])"
@@ -89,7 +90,6 @@ def _day_month(m: re.Match[str]) -> str:
 
 
 _QUARTER_RE = re.compile(r"\b([1-4])Q(\d{2}|\d{4})\b|\bQ([1-4])(?:\s+|')(\d{4}|\d{2})\b")
-_SENTENCE_END_AHEAD = re.compile(r"\s*$|\s+[\"']?[A-Z]")
 _ERA_RE = re.compile(r"(?<![\w.,])(\d{1,4})\s?(A\.?D|B\.?C\.?E|B\.?C|C\.?E)\b\.?")
 
 
@@ -116,7 +116,7 @@ def expand_dates(text: str) -> str:
     text = _QUARTER_RE.sub(quarter, text)
     def era(m: re.Match[str]) -> str:
         # the period of "A.D." also ends the sentence at the end of the text or before a capital
-        final = "." if m.group(0).endswith(".") and _SENTENCE_END_AHEAD.match(text, m.end()) else ""
+        final = "." if m.group(0).endswith(".") and ends_sentence(text, m.end()) else ""
         return f"{_era_year(m.group(1))} {' '.join(m.group(2).replace('.', ''))}{final}"
 
     return _ERA_RE.sub(era, text)

@@ -232,7 +232,7 @@ def _dir_bytes(path: Path) -> int:
 def _nemo_worker(venv: Path, cache_dir: Path, inputs: list[str]) -> dict:
     worker = Path(__file__).with_name("nemo_worker.py")
     proc = subprocess.run([str(_venv_python(venv)), str(worker)], input=json.dumps({"cache_dir": str(cache_dir),
-                          "inputs": inputs}), capture_output=True, text=True)
+                          "inputs": inputs}), capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"NeMo worker failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout)

@@ -1,22 +1,30 @@
-"""English text normalisation: numbers, money, dates, times, units and abbreviations to words.
+"""English text normalisation: numbers, money, dates, times, units, addresses, URLs and abbreviations to words.
 
 `normalize(text)` runs a fixed sequence of small regex passes (`PASSES`).  Order matters and is
 the main design decision here:
 
 1. characters are cleaned first (accents transliterated, emoji/CJK/control dropped with a
-   warning, see `tts.text.cleaning`), so every later pattern sees ASCII (+ £ € ¢ °);
-2. abbreviations next, so "No. 5" / "Jan. 5" become "number 5" / "January 5" for the number passes;
-3. patterns that give digits a *special* reading (phone numbers, dates, ranges, money, percent,
-   times, units, decades, ordinals, years, fractions) run before the generic cardinal/decimal
-   pass, which reads whatever digits are left;
-4. punctuation is tidied last.  The pause marks , . ? ! ; : and the dash " - " are KEPT (they
+   warning, see `tts.text.cleaning`), so every later pattern sees ASCII (+ currency and degree signs);
+2. whole tokens whose punctuation belongs to them are read next, before anything splits them:
+   e-mails/URLs/domains (`tts.text.electronic`), phone numbers and other digit strings
+   (`tts.text.telephone`), street addresses (`tts.text.addresses`);
+3. abbreviations, so "No. 5" / "Jan. 5" become "number 5" / "January 5" for the number passes;
+   then Roman numerals (`tts.text.roman`) and dates (`tts.text.dates`);
+4. patterns that give digits a *special* reading (ranges, money, percent, times, units, decades,
+   fractions, ordinals, years) run before the generic cardinal/decimal pass, which reads whatever
+   digits are left;
+5. punctuation is tidied last.  The pause marks , . ? ! ; : and the dash " - " are KEPT (they
    become pause symbols); brackets become commas, quotes are dropped.
 
 Word case is preserved for words of the input (the G2P spells unknown all-caps acronyms);
-generated words are lowercase.  Heuristics worth knowing (each documented at its pass): a bare
+generated words are lowercase, except spelled letters (capitals separated by spaces, "W W W") and
+names (months, street types).  Heuristics worth knowing (each documented at its pass): a bare
 4-digit number 1100-2099 is read as a year; "Dr."/"St." are "doctor"/"saint" unless they follow
-a capitalised word and precede none ("Elm St." -> "street"); "a.m."/"p.m." become "a m"/"p m"
-(letters the G2P spells).
+a capitalised word and precede none ("Elm St." -> "street") or follow a house number; "a.m."/"p.m."
+become "a m"/"p m" (letters the G2P spells); a bare number of 5+ digits not ending in 00 is an
+identifier read digit by digit; a hyphen between two numbers is a range ("to").
+How this compares with NVIDIA's NeMo normaliser: `python -m tts.text.measure_nemo` and
+docs/results/text_normalisation.
 """
 
 from __future__ import annotations
@@ -42,18 +50,11 @@ from tts.text.cleaning import clean_characters
 from tts.text.dates import expand_dates
 from tts.text.electronic import expand_electronic
 from tts.text.roman import expand_roman
+from tts.text.sentences import ends_sentence
 from tts.text.telephone import expand_telephone
 
 # A number as written: "5", "1,234", "3.14", ".5", "1,234.50".
 NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-
-# True where a sentence may end right after position: end of text, or space + capital letter.
-_SENTENCE_END_AHEAD = re.compile(r"\s*$|\s+[\"']?[A-Z]")
-
-
-def _ends_sentence(text: str, pos: int) -> bool:
-    return _SENTENCE_END_AHEAD.match(text, pos) is not None
-
 
 # --------------------------------------------------------------------------------------------
 # 1. characters and whitespace
@@ -105,7 +106,7 @@ def _expand_sentence_abbreviations(text: str) -> str:
 
     def repl(m: re.Match[str]) -> str:
         word = SENTENCE_ABBREVIATIONS[m.group(1)]
-        return word + ("." if _ends_sentence(text, m.end()) else "")
+        return word + ("." if ends_sentence(text, m.end()) else "")
 
     return _SENTENCE_ABBR_RE.sub(repl, text)
 
@@ -130,7 +131,7 @@ def _expand_initialisms(text: str) -> str:
 
     def repl(m: re.Match[str]) -> str:
         letters = " ".join(m.group(1).replace(".", ""))
-        return letters + ("." if _ends_sentence(text, m.end()) else "")
+        return letters + ("." if ends_sentence(text, m.end()) else "")
 
     return _INITIALISM_RE.sub(repl, text)
 
@@ -275,7 +276,7 @@ def _ampm(letter: str | None, period: str | None, zone: str | None, text: str, e
         words += " " + " ".join(zone_letters.upper())
     elif zone:
         return ""  # not a zone: the caller keeps its text
-    keep = "." if (period or (zone or "").endswith(".")) and _ends_sentence(text, end) else ""
+    keep = "." if (period or (zone or "").endswith(".")) and ends_sentence(text, end) else ""
     return words + keep
 
 

@@ -38,6 +38,15 @@ _CLOCK_SUFFIXES = frozenset({"a.m", "p.m"})
 _HOUSE_BEFORE_RE = re.compile(r"\d+[A-Za-z]?\s+(?:[NSEW]\.?\s+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))\s+){1,3}$")
 
 
+# True where a sentence may end right after a position: end of text, or space + capital letter.
+_SENTENCE_END_AHEAD = re.compile(r"\s*$|\s+[\"']?[A-Z]")
+
+
+def ends_sentence(text: str, pos: int) -> bool:
+    """Whether a period just before `pos` can also end the sentence (the normaliser keeps it as a pause)."""
+    return _SENTENCE_END_AHEAD.match(text, pos) is not None
+
+
 def _is_split(text: str, m: re.Match[str]) -> bool:
     nxt = m.group(1)
     if not (nxt[0].isupper() or nxt[0].isdigit() or nxt[0] in "\"'(["):
