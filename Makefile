@@ -21,7 +21,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,eval,web,peers]"
+	$(PY) -m pip install -q -e ".[dev,eval,web,peers,export]"
 	touch $(STAMP)
 
 # The main job: synthesise a sentence with the shipped default model.

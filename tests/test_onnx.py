@@ -33,6 +33,7 @@ TEXTS = ["Hello world.", "The quick brown fox jumps over the lazy dog; then it s
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> Path:
+    pytest.importorskip("onnx", reason="making an export needs the `export` extra (pip install -e '.[export]')")
     out = tmp_path_factory.mktemp("onnx")
     export(out)
     return out
@@ -194,3 +195,42 @@ def test_cli_runtime_choice(exported: Path, tmp_path: Path, capsys):
     assert code == 0 and "runtime torch" in out
     code, out = run("--onnx-dir", str(exported))  # auto with a current export of the default voice: onnx
     assert code == 0 and "runtime onnx" in out
+
+
+# --- the benchmark commands (smoke runs: outputs and their meaning, no timed assertions) -------------------
+def test_cold_start_counts_only_the_cli_process():
+    """A child's peak RSS must not include this (torch-importing) process: a bare interpreter stays small."""
+    from tts.bench.cold_start import run_once
+
+    wall, rss_mb, _ = run_once([sys.executable, "-c", "pass"], REPO_ROOT, dict(__import__("os").environ))
+    assert wall > 0 and 1 < rss_mb < 100, rss_mb
+
+
+def test_cold_start_command(exported: Path, tmp_path: Path):
+    from tts import benchmark
+
+    out = tmp_path / "cs"
+    assert benchmark.main(["cold-start", "--repeats", "1", "--runtimes", "onnx", "--onnx-dir", str(exported),
+                           "--no-export", "--importtime", "--out", str(out)]) == 0
+    r = json.loads((out / "cold_start.json").read_text())["results"]["onnx"]
+    [run] = r["runs"]
+    assert run["runtime"] == "onnx" and run["wall_s"] > 0 and run["peak_rss_mb"] > 0
+    assert r["meets_targets"] == (r["wall_s_median"] <= 1.0 and r["peak_rss_mb_max"] <= 400)
+    assert {"numpy", "onnxruntime"} <= {i["package"] for i in r["imports"]}
+    assert "torch" not in {i["package"] for i in r["imports"]}
+    assert "| onnx | onnx |" in (out / "cold_start.md").read_text()
+
+
+def test_onnx_benchmark_command(exported: Path, tmp_path: Path):
+    from tts import benchmark
+
+    out = tmp_path / "ob"
+    assert benchmark.main(["onnx", "--onnx-dir", str(exported), "--lengths", "12", "--threads", "1", "--repeats", "1",
+                           "--out", str(out)]) == 0
+    r = json.loads((out / "onnx_benchmark.json").read_text())
+    [parity] = r["parity"]
+    assert parity["frames_eager"] == parity["frames_onnx"] and parity["mel_max_abs"] <= MEL_ATOL
+    [speed] = r["speed"]
+    assert speed["threads"] == 1 and speed["eager_total_s"] > 0 and speed["onnx_total_s"] > 0
+    assert speed["speedup_total"] == pytest.approx(speed["eager_total_s"] / speed["onnx_total_s"])
+    assert "Parity" in (out / "onnx_benchmark.md").read_text()

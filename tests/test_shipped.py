@@ -109,7 +109,9 @@ def test_shipped_inference_settings_live_in_default_json(tmp_path: Path, monkeyp
     # editing the visible file changes what the shipped model does; a caller's control still wins
     edited = tmp_path / "default.json"
     edited.write_text(json.dumps({**defaults, "controls": {"nar": {"refine_steps": 0}}}))
-    monkeypatch.setattr(inference, "DEFAULTS_FILE", edited)
+    import tts.inference_text  # where shipped_defaults reads DEFAULTS_FILE (torch-free, shared with the ONNX runtime)
+
+    monkeypatch.setattr(tts.inference_text, "DEFAULTS_FILE", edited)
     synth = inference.Synthesizer.from_paths(nar_path, "griffin-lim")
     batch = synth.pad([synth.encode("Hello there.")])
     assert synth.mels(batch).refine_steps_taken == 0

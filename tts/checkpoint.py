@@ -15,6 +15,8 @@ run killed mid-save leaves the previous checkpoint intact.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,9 +66,48 @@ class CheckpointMeta:
         )
 
     def build_model(self) -> nn.Module:
-        from hydra.utils import instantiate  # lazily: Hydra costs ~0.2 s of start-up
+        return instantiate_node(self.model_config, **self.build_kwargs)
 
-        return instantiate(self.model_config, **self.build_kwargs)
+
+# The Hydra node keys `instantiate_node` builds itself; any other "_..." key goes to Hydra.
+_PLAIN_KEYS = {"_target_", "_partial_", "_convert_"}
+
+
+def _is_plain(node: Any) -> bool:
+    """A node of plain values, "_target_" dicts (with _partial_ / _convert_: "all") and lists, without
+    interpolations: what a stored (resolved) model config is."""
+    if isinstance(node, dict):
+        special = {k for k in node if isinstance(k, str) and k.startswith("_") and k.endswith("_")}
+        if not special <= _PLAIN_KEYS or node.get("_convert_", "all") not in ("all", "partial", "object"):
+            return False
+        return all(_is_plain(v) for v in node.values())
+    if isinstance(node, (list, tuple)):
+        return all(_is_plain(v) for v in node)
+    return not (isinstance(node, str) and "${" in node)
+
+
+def _build(node: Any) -> Any:
+    if isinstance(node, (list, tuple)):
+        return [_build(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    args = {k: _build(v) for k, v in node.items() if k not in _PLAIN_KEYS}
+    if "_target_" not in node:
+        return args
+    module, _, name = node["_target_"].rpartition(".")
+    target = getattr(importlib.import_module(module), name)
+    return functools.partial(target, **args) if node.get("_partial_") else target(**args)
+
+
+def instantiate_node(node: dict[str, Any], **kwargs: Any) -> Any:
+    """`hydra.utils.instantiate(node, **kwargs)` for the plain nodes checkpoints store (resolved configs whose
+    containers become plain dicts and lists, as with `_convert_: all`), without importing Hydra (~0.2 s of
+    start-up on the inference path); any other node is built by Hydra itself."""
+    if not (_is_plain(node) and _is_plain(kwargs)):
+        from hydra.utils import instantiate
+
+        return instantiate(node, **kwargs)
+    return _build({**node, **kwargs})
 
 
 @dataclass

@@ -101,13 +101,15 @@ def import_profile(cmd: list[str], cwd: Path, env: dict[str, str], top: int = 15
 
 
 def measure(repo: Path, repeats: int, runtime: str | None, python: str = sys.executable,
-            importtime: bool = False, threads: int | None = None) -> ColdStartResult:
+            importtime: bool = False, threads: int | None = None, onnx_dir: Path | None = None) -> ColdStartResult:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [python, "-m", "tts.synthesize", "--text", TEXT, "--out", str(Path(tmp) / "hi.wav"), "--quiet"]
         if runtime is not None:
             cmd += ["--runtime", runtime]
         if threads is not None:
             cmd += ["--threads", str(threads)]
+        if onnx_dir is not None:
+            cmd += ["--onnx-dir", str(onnx_dir)]
         env = dict(os.environ)
         run_once(cmd, repo, env)  # warm-up: page cache, .pyc files, the CMUdict cache
         runs = []
@@ -162,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runtimes", default="default,torch",
                    help="comma list: default (the CLI's own choice, no --runtime), torch, onnx, auto")
     p.add_argument("--threads", type=int, default=None, help="passed to the CLI as --threads")
+    p.add_argument("--onnx-dir", type=Path, default=None, help="passed to the CLI as --onnx-dir")
     p.add_argument("--importtime", action="store_true", help="also profile imports (one more run per runtime)")
     p.add_argument("--no-export", action="store_true", help="do not create checkpoints/onnx when it is missing")
     p.add_argument("--out", type=Path, default=None, help="write cold_start.json and cold_start.md here")
@@ -175,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in ("default", "torch", "onnx", "auto"):
             p.error(f"unknown runtime {name!r}")
         result = measure(repo, args.repeats, None if name == "default" else name, importtime=args.importtime,
-                         threads=args.threads)
+                         threads=args.threads, onnx_dir=args.onnx_dir)
         result.setup = setup
         results[name] = result
         print(f"{name}: wall median {result.wall_s_median:.3f} s (max {result.wall_s_max:.3f}), peak RSS median "

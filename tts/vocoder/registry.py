@@ -22,9 +22,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-from hydra.utils import instantiate
-
 from tts import checkpoint
 from tts.audio import MelConfig
 from tts.checkpoint import CheckpointError, CheckpointMeta
@@ -54,7 +51,7 @@ def build_kwargs(mel_config: MelConfig) -> dict[str, Any]:
 
 def build_vocoder(node: Any, mel_config: MelConfig) -> Vocoder:
     """Instantiate a conf/vocoder/*.yaml node (dict or DictConfig) for `mel_config`."""
-    vocoder = instantiate(node, **build_kwargs(mel_config))
+    vocoder = checkpoint.instantiate_node(node, **build_kwargs(mel_config))  # Hydra only for non-plain nodes
     if not isinstance(vocoder, Vocoder):
         raise TypeError(f"vocoder node {node.get('_target_')!r} built a {type(vocoder).__name__}, not a Vocoder")
     return vocoder
@@ -74,6 +71,8 @@ def vocoder_meta(node: dict[str, Any], mel_config: MelConfig, info: dict[str, An
 
 def config_node(name: str) -> dict[str, Any]:
     """conf/vocoder/NAME.yaml as a plain dict."""
+    import yaml  # lazily: only configs (Griffin-Lim) need it, not a checkpoint vocoder
+
     path = CONF_DIR / "vocoder" / f"{name}.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"no vocoder config {path}")
