@@ -13,8 +13,11 @@ from num2words import num2words
 
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
-# Longer digit strings are identifiers (account numbers, ids), read digit by digit.
+# Longer digit strings are identifiers (account numbers, ids), read digit by digit ...
 MAX_CARDINAL_DIGITS = 15
+# ... unless grouped by thousands separators, which only quantities are: "124,444,234,854,823,834,553"
+# is read in quintillions (num2words names groups up to 10^27).
+MAX_GROUPED_DIGITS = 27
 
 
 def _us_style(words: str) -> str:
@@ -31,10 +34,11 @@ def digits(s: str) -> str:
 
 def cardinal(s: str | int) -> str:
     """Integer words; a string with a leading zero or too many digits is read digit by digit."""
+    grouped = "," in str(s)
     text = str(s).replace(",", "")
     negative = text.startswith("-")
     text = text.lstrip("-")
-    if len(text) > 1 and text.startswith("0") or len(text) > MAX_CARDINAL_DIGITS:
+    if len(text) > 1 and text.startswith("0") or len(text) > (MAX_GROUPED_DIGITS if grouped else MAX_CARDINAL_DIGITS):
         words = digits(text)
     else:
         words = _us_style(num2words(int(text)))
