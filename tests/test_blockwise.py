@@ -161,7 +161,8 @@ def test_streamed_mels_equal_infer_with_the_refiner_kept():
         ref = model.infer(tokens, lengths, refine_steps=2, temperature=0.7, durations=durations, block_frames=bf,
                           noise_seeds=[11, 12])
         plan = model.prepare(tokens, lengths, durations=durations)
-        chunks = list(model.stream_mels(plan, bf, refine_steps=2, temperature=0.7, noise_seeds=[11, 12]))
+        chunks = list(model.stream_mels(plan, bf, refine_steps=2, temperature=0.7, noise_seeds=[11, 12],
+                                        refine_chunk_frames=1))
         assert [c.start for c in chunks] == [sum(c.mels.shape[2] for c in chunks[:i]) for i in range(len(chunks))]
         streamed = torch.cat([c.mels for c in chunks], 2)
         assert len(chunks) > 2 and chunks[0].mels.shape[2] < streamed.shape[2]
@@ -178,7 +179,7 @@ def test_windowed_refiner_equals_whole_refinement():
     coarse, cond = coarse * mask[:, None], cond * mask[:, None]
     whole = refiner.sample(coarse, cond, mask, 3, 0.8, noise_seeds=[1, 2]).mels
     noise = per_item_noise(coarse.shape, mask.sum(1).tolist(), [1, 2])
-    stream = StreamingRefiner(refiner, 3, 0.8, noise, mask)
+    stream = StreamingRefiner(refiner, 3, 0.8, noise, mask, min_chunk=4)
     assert stream.margin == 3 * receptive_half_width(refiner) > 0
     out, start = [], 0
     for n in (5, 1, 17, 30, 9, 28):

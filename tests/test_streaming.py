@@ -116,3 +116,26 @@ def test_cli_out_dash_is_a_real_pipe_and_a_parallel_checkpoint_refuses_blocks(bl
     bad = main(["--checkpoint", str(CHECKPOINT_DIR / "nar.pt"), "--text", "Hi.", "--out", str(tmp_path / "x.wav"),
                 "--block-frames", "16", "--runtime", "torch"])
     assert bad == 2 and not (tmp_path / "x.wav").exists()
+
+
+def test_blocks_benchmark_writes_the_curve(block_ckpt: Path, tmp_path: Path):
+    """python -m tts.benchmark blocks on the tiny model: speed rows for every system and length, the paragraph
+    first audio, quality joined from a recipes.evaluate-shaped report, a table and a plot."""
+    import json
+
+    from tts.benchmark import main as bench_main
+
+    report = tmp_path / "report.json"
+    summary = {name: {"cer": {"mean": 0.1, "lo": 0.05, "hi": 0.2}} for name in ("nar", "nar_block_b8", "nar_block_bwhole")}
+    report.write_text(json.dumps({"summary": summary}))
+    out = tmp_path / "bench"
+    assert bench_main(["blocks", "--block", str(block_ckpt), "--nar", str(block_ckpt), "--vocoder", "griffin-lim",
+                       "--blocks", "8,0", "--lengths", "10,30", "--repeats", "1", "--threads", "1",
+                       "--quality", str(report), "--out", str(out)]) == 0
+    r = json.loads((out / "blocks.json").read_text())
+    rows = {(row["system"], row["symbols"]) for row in r["speed"]}
+    assert rows == {(s, n) for s in ("nar", "b8", "bwhole") for n in (10, 30, "paragraph")}
+    assert all(row["first_audio_s"] > 0 for row in r["speed"])
+    assert all(row["total_s"] >= row["first_audio_s"] for row in r["speed"] if row["symbols"] != "paragraph")
+    assert r["quality"]["b8"]["cer"]["mean"] == 0.1 and "b16" not in r["quality"]
+    assert (out / "blocks.png").stat().st_size > 1000 and "| b8 | 8 |" in (out / "blocks.md").read_text()

@@ -5,6 +5,8 @@
         [--batch-sizes 1,8] [--peers] [--peer-size matched|tiny] [--quality FILE] [--out DIR]
     python -m tts.benchmark cold-start [--repeats 5] [--importtime] [--out DIR]   (tts/bench/cold_start.py)
     python -m tts.benchmark onnx [--threads 1,2] [--lengths 25,100,300] [--out DIR]  (tts/bench/onnx_speed.py)
+    python -m tts.benchmark blocks --block CKPT [--nar CKPT] [--ar CKPT] [--blocks 8,16,32,64,0] [--quality FILE]
+        (tts/bench/blocks.py: the block-wise NAR's first-audio latency and total time over B, beside AR and NAR)
 
 Everything is measured in ONE run, so the ratios (AR / NAR-K, ours / peer) compare numbers taken under the
 same machine load.  Each timing is the median over `--repeats` runs after one warm-up run.
@@ -90,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Subcommands with their own options (the first argument); without one, the latency/memory benchmark runs.
-SUBCOMMANDS = {"cold-start": "tts.bench.cold_start", "onnx": "tts.bench.onnx_speed"}
+SUBCOMMANDS = {"cold-start": "tts.bench.cold_start", "onnx": "tts.bench.onnx_speed", "blocks": "tts.bench.blocks"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -478,11 +478,13 @@ class FastSpeech2(nn.Module):
 
     @torch.no_grad()
     def stream_mels(self, plan: NARPlan, block_frames: int | None = None, refine_steps: int | None = None,
-                    temperature: float | None = None, noise_seeds: Sequence[int] | None = None) -> Iterator[MelChunk]:
+                    temperature: float | None = None, noise_seeds: Sequence[int] | None = None,
+                    refine_chunk_frames: int = 32) -> Iterator[MelChunk]:
         """The decoder and refiner of `infer` block by block: yields the final raw log-mel in order, each
         chunk as soon as it is determined (a block; with K refiner steps, K * R frames later, R the
         refiner's receptive half-width).  Equals `infer`'s mels within float rounding (tests/test_streaming.py).
-        A parallel checkpoint (or block_frames 0) yields the whole utterance as one chunk."""
+        A parallel checkpoint (or block_frames 0) yields the whole utterance as one chunk.
+        refine_chunk_frames: the refiner's smallest window of new frames (StreamingRefiner.min_chunk)."""
         steps, temperature = self._refine_controls(refine_steps, temperature)
         bf = self._check_block_frames(block_frames)
         frame_mask, t_total = plan.frame_mask, plan.frames.shape[1]
@@ -497,7 +499,7 @@ class FastSpeech2(nn.Module):
         if self.refiner is not None and steps > 0:
             noise = per_item_noise(torch.Size((frame_mask.shape[0], self.n_mels, t_total)),
                                    frame_mask.sum(dim=1).tolist(), noise_seeds).to(plan.frames.device, plan.frames.dtype)
-            refiner = StreamingRefiner(self.refiner, steps, temperature, noise, frame_mask)
+            refiner = StreamingRefiner(self.refiner, steps, temperature, noise, frame_mask, refine_chunk_frames)
         done = 0
         for block in blocks:
             stop = block.start + block.coarse.shape[2]
