@@ -24,6 +24,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch / onnxruntime CPU threads")
     p.add_argument("--max-batch", type=int, default=8, help="parts (sentences) per batch across requests; 1 = one at a time")
     p.add_argument("--batch-wait-ms", type=float, default=5.0, help="how long a batch waits for more requests")
+    p.add_argument("--max-pad-ratio", type=float, default=1.5,
+                   help="parts batched together differ in token length by at most this factor (padding costs)")
     p.add_argument("--max-pending", type=int, default=256, help="requests waiting or being spoken; more get 503")
     p.add_argument("--max-chars", type=int, default=DEFAULTS.max_chars, help="input characters per request")
     p.add_argument("--max-body-bytes", type=int, default=DEFAULTS.max_body_bytes)
@@ -38,8 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not 0 < args.port < 65536:
         p.error("--port must be in 1..65535")
-    if args.max_batch < 1 or args.batch_wait_ms < 0 or args.max_pending < 1:
-        p.error("--max-batch >= 1, --batch-wait-ms >= 0 and --max-pending >= 1 are needed")
+    if args.max_batch < 1 or args.batch_wait_ms < 0 or args.max_pending < 1 or args.max_pad_ratio < 1:
+        p.error("--max-batch >= 1, --batch-wait-ms >= 0, --max-pending >= 1 and --max-pad-ratio >= 1 are needed")
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be >= 1")
     if not 0 <= args.seed < 2**31:
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # an AR decoder's prenet dropout is seeded per batch, not per item: batch 1 keeps its audio reproducible
     max_batch = 1 if getattr(voice.synth, "autoregressive", False) else args.max_batch
-    batcher = Batcher(voice.synth, max_batch=max_batch, max_wait_s=args.batch_wait_ms / 1000, max_jobs=args.max_pending)
+    batcher = Batcher(voice.synth, max_batch=max_batch, max_wait_s=args.batch_wait_ms / 1000, max_jobs=args.max_pending,
+                      max_pad_ratio=args.max_pad_ratio)
     app = create_app(voice, batcher, limits)
     logging.basicConfig(level=args.log_level.upper())
     print(f"tts.serve: {voice.name} ({voice.runtime}) on http://{args.host}:{args.port} max_batch={max_batch}",

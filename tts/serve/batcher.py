@@ -4,8 +4,9 @@ of every pending request in shared batches.
 A request becomes a `Job` (its `Utterance`: parts + seed + controls).  When work is pending the worker waits
 up to `max_wait_s` for more to arrive (unless `max_batch` parts are already waiting), then takes up to
 `max_batch` parts round-robin over the jobs that share the first job's seed and controls (one part per job
-per round, in each job's order), speaks them with ONE `Synthesizer.speak` call and hands each wave to its
-job.  Part k of a request gets the noise of (seed, k) whatever batch it lands in, so a request sounds the
+per round, in each job's order) whose token lengths are within `max_pad_ratio` of the first one's (a
+batch is padded to its longest part: on a CPU a short sentence padded to a long one costs more than batching
+saves), speaks them with ONE `Synthesizer.speak` call and hands each wave to its job.  Part k of a request gets the noise of (seed, k) whatever batch it lands in, so a request sounds the
 same alone or batched (tests/test_serve.py compares it with `Synthesizer.synthesize`).  `max_batch=1` is the
 one-at-a-time baseline the load test compares against.
 """
@@ -60,11 +61,13 @@ class BatcherStats:
 
 
 class Batcher:
-    def __init__(self, synth: Synthesizer, max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256) -> None:
-        if max_batch < 1 or max_wait_s < 0 or max_jobs < 1:
-            raise ValueError(f"max_batch >= 1, max_wait_s >= 0 and max_jobs >= 1 needed, got {max_batch}, "
-                             f"{max_wait_s}, {max_jobs}")
+    def __init__(self, synth: Synthesizer, max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256,
+                 max_pad_ratio: float = 1.5) -> None:
+        if max_batch < 1 or max_wait_s < 0 or max_jobs < 1 or max_pad_ratio < 1:
+            raise ValueError(f"max_batch >= 1, max_wait_s >= 0, max_jobs >= 1 and max_pad_ratio >= 1 needed, got "
+                             f"{max_batch}, {max_wait_s}, {max_jobs}, {max_pad_ratio}")
         self.synth, self.max_batch, self.max_wait_s, self.max_jobs = synth, max_batch, max_wait_s, max_jobs
+        self.max_pad_ratio = max_pad_ratio
         self.jobs: deque[Job] = deque()
         self.cond = threading.Condition()
         self.stats = BatcherStats()
@@ -103,7 +106,9 @@ class Batcher:
             self.jobs.remove(job)
         if not self.jobs:
             return []
-        key = self.jobs[0].key
+        first = self.jobs[0]
+        key = first.key
+        anchor = len(first.utterance.parts[first.next_part].ids)  # tokens of the batch's first part
         taken: list[tuple[Job, int]] = []
         served: list[Job] = []
         while len(taken) < self.max_batch:
@@ -113,6 +118,9 @@ class Batcher:
                     break
                 if job.key != key or job.next_part >= len(job.utterance.parts):
                     continue
+                n = len(job.utterance.parts[job.next_part].ids)
+                if n > anchor * self.max_pad_ratio or n * self.max_pad_ratio < anchor:
+                    continue  # too unlike the batch's length: a later batch (this job keeps its order)
                 taken.append((job, job.next_part))
                 job.next_part += 1
                 progress = True
