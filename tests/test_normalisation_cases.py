@@ -191,6 +191,12 @@ CASES: list[tuple[str, str, str]] = [
     ('cardinal', 'A 0.5 chance.', 'A zero point five chance.'),
     ('cardinal', 'Room 007 is empty.', 'Room zero zero seven is empty.'),
     ('cardinal', 'We sold 3.14 tons.', 'We sold three point one four tons.'),
+    ('cardinal', 'A depth of -232323 units.', 'A depth of minus two hundred thirty-two thousand three hundred twenty-three units.'),
+    ('cardinal', 'About 1,234,567,890,123,456,789 grains.', 'About one quintillion two hundred thirty-four quadrillion five hundred sixty-seven trillion eight hundred ninety billion one hundred twenty-three million four hundred fifty-six thousand seven hundred eighty-nine grains.'),
+    ('cardinal', 'Serial 1234567890123456789 here.', 'Serial one two three four five six seven eight nine zero one two three four five six seven eight nine here.'),
+    ('fraction', 'I am in a PDP 11/70!', 'I am in a PDP eleven slash seventy!'),
+    ('fraction', 'A PDP-11/24 board.', 'A PDP-eleven slash twenty-four board.'),
+    ('date', 'The card expires 09/2025.', 'The card expires September twenty twenty-five.'),
 ]
 
 

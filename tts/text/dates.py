@@ -4,6 +4,7 @@ Years are left as digits for the normaliser's year pass ("January fifteenth, 202
 twenty"), except two-digit years, read here as their two digits' number ("11/17/05" -> "... zero
 five", "01/07/98" -> "... ninety-eight").
 
+A month with a leading zero before a four-digit year is a month and year ("09/2025").
 Orders of numeric dates: year first is ISO (Y-M-D, also with / or .); otherwise the US order M/D/Y,
 unless the first number cannot be a month (> 12) and the second can, which is D/M/Y ("15.01.2020" ->
 "the fifteenth of January, 2020").  Month names are matched in any case and as abbreviations ("jul",
@@ -55,6 +56,9 @@ def _numeric(m: re.Match[str]) -> str:
     return m.group(0)
 
 
+# "09/2025": a month with its leading zero before a four-digit year (card expiry dates, issues);
+# without the zero "1/2007" stays a fraction.
+_MONTH_YEAR_RE = re.compile(r"(?<![\w./-])(0[1-9]|1[0-2])/(\d{4})(?![\w]|[./-]\d)")
 _MONTH_DAY_RE = re.compile(
     r"\b(" + _MONTH_ALT + r")(\.?[\s-]+|\.)" + _DAY + r"(?:st|nd|rd|th)?\b(?![:.]\d|,\d)"
     r"(?:(,?[\s-]+)(\d{4})\b(?![:.,]?\d))?",
@@ -106,6 +110,7 @@ def expand_dates(text: str) -> str:
     """Numeric dates, then month-name dates, quarters and eras (before ranges, fractions, times)."""
     text = _YMD_RE.sub(lambda m: _month_first(int(m.group(3)), int(m.group(4)), m.group(1)), text)
     text = _XYZ_RE.sub(_numeric, text)
+    text = _MONTH_YEAR_RE.sub(lambda m: f"{MONTHS[int(m.group(1)) - 1]} {m.group(2)}", text)
     text = _MONTH_DAY_RE.sub(_month_day, text)
     text = _DAY_MONTH_RE.sub(_day_month, text)
 

@@ -417,13 +417,16 @@ def _expand_years(text: str) -> str:
 
 
 # Spaces around the slash only between two numbers ("1795 / 1805"); a denominator may carry an
-# ordinal suffix ("1/4th", "1/3RD").
+# ordinal suffix ("1/4th", "1/3RD").  Not after a letter or hyphen: "PDP-11/24" is a model name.
 _FRACTION_RE = re.compile(
-    r"(?<![\w/.])(?:(\d+)\s+)?(\d+)(\s?/\s?)(\d+)(?:st|nd|rd|th|ST|ND|RD|TH)?(?![\w/]|\.\d)"
+    r"(?<![\w/.-])(?:(\d+)\s+)?(\d+)(\s?/\s?)(\d+)(?:st|nd|rd|th|ST|ND|RD|TH)?(?![\w/]|\.\d)"
 )
 # Number pairs with a slash that are names, not fractions.
 FRACTION_IDIOMS: dict[str, str] = {"24/7": "twenty-four seven", "9/11": "nine eleven", "50/50": "fifty-fifty",
                                    "20/20": "twenty-twenty", "7/11": "seven eleven"}
+
+
+_ACRONYM_BEFORE_RE = re.compile(r"\b[A-Z]{2,}\s$")
 
 
 def _fraction_words(numerator: int, denominator: int, article: bool = False) -> str:
@@ -449,11 +452,14 @@ def _fraction_reading(whole: str | None, numerator: int, denominator: int) -> st
 
 def _expand_fractions(text: str) -> str:
     """1/2 -> one half, 3/4 -> three quarters, 2 1/2 -> two and a half, 1/4th -> one quarter, 22/3 ->
-    twenty-two thirds; '24/7' and a few other idioms are read as said.  Dates with a year were read
-    before, so what is left of the form a/b is a fraction."""
+    twenty-two thirds; '24/7' and a few other idioms are read as said; right after an acronym a/b is a
+    model number ('PDP 11/70' -> 'eleven slash seventy').  Dates with a year were read before, so what
+    is left of the form a/b is a fraction."""
 
     def repl(m: re.Match[str]) -> str:
         whole, num, slash, den = m.group(1), m.group(2), m.group(3), m.group(4)
+        if not whole and _ACRONYM_BEFORE_RE.search(text, 0, m.start()):
+            return f"{num} slash {den}"  # "PDP 11/70": a model number after an acronym
         if f"{num}/{den}" in FRACTION_IDIOMS and slash == "/":
             return (f"{whole} " if whole else "") + FRACTION_IDIOMS[f"{num}/{den}"]
         if len(num) > numbers.MAX_CARDINAL_DIGITS or len(den) > numbers.MAX_CARDINAL_DIGITS or int(den) == 0:
@@ -471,14 +477,14 @@ def _expand_numbers(text: str) -> str:
     one four, '007' -> zero zero seven; '2.0.1' -> groups joined by 'dot'.
 
     A run of five or more digits written without thousands separators and not ending in 00 is an
-    identifier (ZIP code, account or order number: '95051' -> 'nine five zero five one'); '20000' and
-    '20,000' stay quantities."""
+    identifier (ZIP code, account or order number: '95051' -> 'nine five zero five one'); '20000',
+    '20,000' and negative numbers stay quantities."""
     text = re.sub(
         r"(?<![\d.])\d+(?:\.\d+){2,}(?![\d])",
         lambda m: " dot ".join(numbers.cardinal(g) for g in m.group(0).split(".")),
         text,
     )
-    text = re.sub(r"(?<![\d.,])\d{5,}(?<!00)(?![\d]|[.,]\d)", lambda m: numbers.digits(m.group(0)), text)
+    text = re.sub(r"(?<![\d.,])(?<!minus )\d{5,}(?<!00)(?![\d]|[.,]\d)", lambda m: numbers.digits(m.group(0)), text)
     return re.sub(r"(?<!\d)" + NUM + r"(?!\d)", lambda m: numbers.number(m.group(0)), text)
 
 
