@@ -64,6 +64,7 @@ CASES: list[tuple[str, str, str]] = [
     ('measure', 'It is 6 ft tall.', 'It is six feet tall.'),
     ('measure', 'About 100 million kg a year.', 'About one hundred million kilograms a year.'),
     ('measure', 'Volume of 3 m3.', 'Volume of three cubic meters.'),
+    ('measure', 'It has 3 tcp/ip bugs.', 'It has three tcp slash ip bugs.'),
     # roman
     ('roman', 'Read chapter XIV tonight.', 'Read chapter fourteen tonight.'),
     ('roman', "Louis XIV's palace is large.", "Louis the fourteenth's palace is large."),
@@ -77,6 +78,7 @@ CASES: list[tuple[str, str, str]] = [
     ('roman', 'Appendix D lists it.', 'Appendix D lists it.'),
     ('roman', 'Malcolm X spoke.', 'Malcolm X spoke.'),
     ('roman', 'See Volume IV.', 'See Volume four.'),
+    ('roman', 'Run System V.2 here.', 'Run System V point two here.'),
     # address
     ('address', 'She lives at 42 Elm St., Apt. 7B.', 'She lives at forty-two Elm Street, apartment seven B.'),
     ('address', 'Send it to 1600 Pennsylvania Ave, Washington, DC 20500.', 'Send it to sixteen hundred Pennsylvania Avenue, Washington, D C two zero five zero zero.'),
@@ -187,6 +189,7 @@ CASES: list[tuple[str, str, str]] = [
     ('cardinal', 'There are 1,234 people.', 'There are one thousand two hundred thirty-four people.'),
     ('cardinal', 'Over 20000 fans came.', 'Over twenty thousand fans came.'),
     ('cardinal', 'Order 58213 shipped.', 'Order five eight two one three shipped.'),
+    ('cardinal', 'It is about 30999 miles.', 'It is about thirty thousand nine hundred ninety-nine miles.'),
     ('cardinal', 'It was -7 today.', 'It was minus seven today.'),
     ('cardinal', 'A 0.5 chance.', 'A zero point five chance.'),
     ('cardinal', 'Room 007 is empty.', 'Room zero zero seven is empty.'),

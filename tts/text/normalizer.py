@@ -338,9 +338,10 @@ _UNIT_RE = re.compile(
 _BARE_RATE_RE = re.compile(r"(?<![\w./])(" + NUM + r")\s?/\s?(" + _UNIT_ALT + r")(?![\w/])")
 _FRACTION_UNIT_RE = re.compile(r"(?<![\w./])(?:(\d+)\s+)?(\d+)/(\d+)\s?(" + _UNIT_ALT + r")(?![\w/])")
 _DIMENSION_RE = re.compile(r"(?<![\w.])(" + NUM + r")\s?[xX]\s?(?=" + NUM + r"\s?(?:" + _UNIT_ALT + r")(?![\w/]))")
-# "3 cc/s": a number, a short token and a slash with another short token is a rate of unknown units
+# "3 cc/s": a number, a one- or two-letter token and a slash with another short token is a rate of
+# unknown units ("3 tcp/ip bugs", with a longer first token, is not)
 _TOKEN_RATE_RE = re.compile(
-    r"(?<![\w.])(" + NUM + r")\s?(?!(?:and|or|nor|but)/)([A-Za-z]{1,3})/([A-Za-z]{1,3})(?![\w/])"
+    r"(?<![\w.])(" + NUM + r")\s?([A-Za-z]{1,2})/([A-Za-z]{1,3})(?![\w/])"
 )
 
 
@@ -404,8 +405,8 @@ def _expand_ordinals(text: str) -> str:
 
 
 def _split_letters_digits(text: str) -> str:
-    """'mp3' -> 'mp 3', '3D' -> '3 D' so both halves are read (after unit/ordinal passes)."""
-    return re.sub(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])", " ", text)
+    """'mp3' -> 'mp 3', '3D' -> '3 D', 'V.2' -> 'V .2' so both halves are read (after unit/ordinal passes)."""
+    return re.sub(r"(?<=[A-Za-z])(?=\.?\d)|(?<=\d)(?=[A-Za-z])", " ", text)
 
 
 def _expand_years(text: str) -> str:
@@ -472,19 +473,27 @@ def _expand_fractions(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 # 4. whatever digits are left, symbols, punctuation
 # --------------------------------------------------------------------------------------------
+_IDENTIFIER_RE = re.compile(r"(?<![\d.,])(?<!minus )\d{5,}(?<!00)(?![\d]|[.,]\d)")
+_QUANTITY_CUE_RE = re.compile(
+    r"\b(?:about|around|approximately|roughly|nearly|almost|over|under|than|exactly|some|total|of)\s+$", re.IGNORECASE
+)
+
+
 def _expand_numbers(text: str) -> str:
     """Remaining numbers: '1,234' -> one thousand two hundred thirty-four, '3.14' -> three point
     one four, '007' -> zero zero seven; '2.0.1' -> groups joined by 'dot'.
 
     A run of five or more digits written without thousands separators and not ending in 00 is an
     identifier (ZIP code, account or order number: '95051' -> 'nine five zero five one'); '20000',
-    '20,000' and negative numbers stay quantities."""
+    '20,000', negative numbers and numbers after a word of quantity ('about 30999') stay quantities."""
     text = re.sub(
         r"(?<![\d.])\d+(?:\.\d+){2,}(?![\d])",
         lambda m: " dot ".join(numbers.cardinal(g) for g in m.group(0).split(".")),
         text,
     )
-    text = re.sub(r"(?<![\d.,])(?<!minus )\d{5,}(?<!00)(?![\d]|[.,]\d)", lambda m: numbers.digits(m.group(0)), text)
+    text = _IDENTIFIER_RE.sub(
+        lambda m: m.group(0) if _QUANTITY_CUE_RE.search(text, 0, m.start()) else numbers.digits(m.group(0)), text
+    )
     return re.sub(r"(?<!\d)" + NUM + r"(?!\d)", lambda m: numbers.number(m.group(0)), text)
 
 

@@ -26,7 +26,8 @@ ACRONYMS = frozenset({"CD", "MD", "DC", "CV", "MIX", "DIV", "CC", "MC", "LI", "M
                       "CL", "XL", "LX", "CM", "DCC", "MCC", "CID", "VI", "XXX", "DIX", "MIC", "C", "D", "L", "M"})
 _VALID = re.compile(r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
 _VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
-_CANDIDATE_RE = re.compile(r"\b([A-Za-z]+)(\.?\s+)([IVXLCDM]+)\b('s)?(?!['\w-])")
+# not before ".2": "System V.2" is a version
+_CANDIDATE_RE = re.compile(r"\b([A-Za-z]+)(\.?\s+)([IVXLCDM]+)\b('s)?(?!['\w-]|\.\d)")
 
 
 def roman_value(numeral: str) -> int | None:
