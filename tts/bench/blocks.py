@@ -117,10 +117,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"{s.name:7s} {PARAGRAPH_WORDS}-word paragraph: first audio {fa * 1000:8.1f} ms", flush=True)
     result = {"argv": args.argv, "machine": machine_facts("cpu", args.threads), "vocoder": args.vocoder,
               "systems": {s.name: {"checkpoint": s.checkpoint, "block_frames": s.block_frames} for s in systems},
-              "speed": rows}
+              "speed": rows, "cache": cache_bound(loaded[args.block].model)}
     if args.quality:
         result["quality"] = read_quality(Path(args.quality), [s.name for s in systems], args.block_prefix)
     return result
+
+
+def cache_bound(model: torch.nn.Module, block_frames: int = 16, n_frames: tuple[int, ...] = (500, 2000)) -> list[dict]:
+    """The block decoder's key/value + conv cache, largest over the utterance, for utterances of n_frames
+    frames (100 symbols, durations forced to n / 100 frames each): it must not grow with the length."""
+    rows = []
+    tokens = torch.randint(1, 40, (1, 100), generator=torch.Generator().manual_seed(0))
+    for n in n_frames:
+        plan = model.prepare(tokens, torch.tensor([100]), durations=torch.full((1, 100), n // 100))
+        dec = model.block_decoder(block_frames)
+        for _ in dec.blocks(plan.frames, plan.frame_mask):
+            pass
+        rows.append({"frames": int(plan.frames.shape[1]), "block_frames": block_frames,
+                     "cache_frames": dec.max_cache_frames, "cache_kib": dec.max_cache_bytes / 1024})
+        print(f"cache on a {rows[-1]['frames']}-frame utterance (B = {block_frames}): {dec.max_cache_frames} frames, "
+              f"{rows[-1]['cache_kib']:.1f} KiB", flush=True)
+    return rows
 
 
 def read_quality(report: Path, names: list[str], block_prefix: str) -> dict[str, dict[str, dict[str, float]]]:
@@ -160,6 +177,9 @@ def to_markdown(r: dict[str, Any]) -> str:
         cells += [f"{speed[n]['total_s'] * 1000:.0f}" if n in speed else "–" for n in lengths]
         cells.append(f"{speed['paragraph']['first_audio_s'] * 1000:.0f}" if "paragraph" in speed else "–")
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Block decoder cache (keys/values of the bounded past + the convs' left context), largest over the "
+              "utterance:", "", "| utterance frames | B | cache frames | cache KiB |", "|---|---|---|---|"]
+    lines += [f"| {c['frames']} | {c['block_frames']} | {c['cache_frames']} | {c['cache_kib']:.1f} |" for c in r["cache"]]
     return "\n".join(lines) + "\n"
 
 
