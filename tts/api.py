@@ -79,7 +79,7 @@ class Voice:
         ctl = _controls(speed, pitch_shift, refine_steps, temperature)
         if self.runtime == "torch":
             return self._stream_torch(self.synth.utterance(text, seed=seed, **ctl), batch_size)
-        return self._stream_sink(text, seed, ctl)
+        return self._stream_sink(text, seed, ctl, batch_size)
 
     def _stream_torch(self, utt: Any, batch_size: int) -> Iterator[np.ndarray]:
         n = len(utt.parts)
@@ -88,24 +88,31 @@ class Voice:
             for k, wave in zip(ks, self.synth.speak([(utt, k) for k in ks])):
                 yield np.concatenate([self.synth.silence(utt.parts[k].pause_s).numpy(), wave.numpy()])
 
-    def _stream_sink(self, text: str, seed: int, ctl: dict[str, Any]) -> Iterator[np.ndarray]:
-        """A runtime whose synthesize hands pieces to a sink (ONNX): run it in a thread, yield its pieces."""
+    def _stream_sink(self, text: str, seed: int, ctl: dict[str, Any], batch_size: int) -> Iterator[np.ndarray]:
+        """A runtime whose synthesize hands pieces (a pause, a sentence) to a sink (ONNX): run it in a thread,
+        yield each sentence with the pause before it."""
         self.synth.controls(**ctl)  # a bad control before the first chunk, as with torch
         pieces: queue.Queue = queue.Queue(maxsize=4)  # bounded: the thread waits for a slow consumer
         done = object()
 
         def work() -> None:
             try:
-                self.synth.synthesize(text, seed=seed, sink=lambda w: pieces.put(np.asarray(w, np.float32)), **ctl)
+                self.synth.synthesize(text, seed=seed, batch_size=batch_size,
+                                      sink=lambda w: pieces.put(np.asarray(w, np.float32)), **ctl)
                 pieces.put(done)
             except BaseException as e:  # noqa: BLE001 - re-raised in the consumer
                 pieces.put(e)
 
         threading.Thread(target=work, daemon=True).start()
+        pause = np.zeros(0, np.float32)
         while (item := pieces.get()) is not done:
             if isinstance(item, BaseException):
                 raise item
-            yield item
+            if not item.any():  # a pause (a spoken sentence is never all zeros): it leads the next chunk
+                pause = np.concatenate([pause, item])
+                continue
+            yield np.concatenate([pause, item])
+            pause = np.zeros(0, np.float32)
 
 
 def _controls(speed: float | None, pitch_shift: float | None, refine_steps: int | None,

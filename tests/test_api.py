@@ -1,0 +1,102 @@
+"""The Python API (tts.api, `tts.load`): import cost, Audio, the streaming iterator, errors, runtimes."""
+
+import inspect
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+import tts
+from tts.paths import REPO_ROOT
+from tts.text.errors import TextError
+
+TEXT = "The quick brown fox jumps over the lazy dog. It was not amused. Neither was the cat."
+
+
+@pytest.fixture(scope="module")
+def voice():
+    return tts.load()
+
+
+def test_import_tts_is_cheap():
+    """`import tts` loads no torch, numpy, Hydra or FastAPI: tts.load imports them when called."""
+    code = ("import sys, tts; heavy = ('torch', 'numpy', 'hydra', 'fastapi', 'soundfile'); "
+            "print(sorted(m for m in heavy if m in sys.modules)); print(callable(tts.load))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True"], out
+    from tts import api
+
+    assert tts.load is api.load and tts.Audio is api.Audio
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        tts.nonsense  # noqa: B018
+
+
+def test_synthesize_returns_numpy_audio_of_the_one_path(voice):
+    audio = voice.synthesize(TEXT)
+    assert isinstance(audio, tts.Audio) and audio.sample_rate == voice.sample_rate == 22050
+    assert audio.samples.dtype == np.float32 and audio.samples.ndim == 1 and audio.seconds > 3
+    assert audio.sentences == ("The quick brown fox jumps over the lazy dog.", "It was not amused.",
+                               "Neither was the cat.")
+    same = voice.synth.synthesize(TEXT)  # the Synthesizer itself: the API adds nothing to the audio
+    assert np.array_equal(audio.samples, same.wave.numpy())
+    assert np.array_equal(voice.synthesize(TEXT).samples, audio.samples)  # seeded: repeatable
+    assert not np.array_equal(voice.synthesize(TEXT, seed=1).samples, audio.samples)
+
+
+def test_stream_yields_each_sentence_as_it_is_made(voice):
+    chunks = voice.stream(TEXT)
+    assert inspect.isgenerator(chunks)
+    first = next(chunks)  # made before the later sentences are spoken
+    rest = list(chunks)
+    assert len(rest) == 2 and all(c.dtype == np.float32 and c.ndim == 1 for c in [first, *rest])
+    whole = voice.synthesize(TEXT, batch_size=1).samples
+    assert np.array_equal(np.concatenate([first, *rest]), whole)
+    # a chunk after the first starts with the sentence pause
+    pause = int(voice.synth.pause_s * voice.sample_rate)
+    assert all(not c[:pause].any() and c[pause:].any() for c in rest)
+    # the default batch sizes differ (1 vs 8): the same audio to float rounding
+    assert np.abs(np.concatenate([first, *rest]) - voice.synthesize(TEXT).samples).max() < 1e-2
+
+
+def test_bad_input_is_an_error_before_the_first_chunk(voice):
+    with pytest.raises(TextError):
+        voice.stream("")
+    with pytest.raises(ValueError, match="speed"):
+        voice.stream("Hello.", speed=100.0)
+    with pytest.raises(ValueError, match="speed"):
+        voice.synthesize("Hello.", speed=0.0)
+
+
+def test_audio_save_writes_a_16_bit_wav(voice, tmp_path):
+    audio = voice.synthesize("Saved to a file.")
+    path = audio.save(tmp_path / "out.wav")
+    info = sf.info(str(path))
+    assert info.subtype == "PCM_16" and info.samplerate == audio.sample_rate and info.frames == audio.samples.size
+    back, _ = sf.read(str(path), dtype="float32")
+    assert np.abs(back - audio.samples).max() < 1e-4
+
+
+def test_runtime_choices_and_a_missing_onnx_export(tmp_path):
+    with pytest.raises(ValueError, match="runtime must be one of"):
+        tts.load(runtime="tensorflow")
+    with pytest.raises(ValueError, match="exported default voice"):
+        tts.load("ar", runtime="onnx")
+    pytest.importorskip("onnxruntime", reason="onnxruntime not installed")
+    with pytest.raises(Exception, match="python -m tts.export"):
+        tts.load(runtime="onnx", onnx_dir=tmp_path / "no-export")
+
+
+def test_onnx_voice(voice):
+    pytest.importorskip("onnxruntime", reason="onnxruntime not installed")
+    from tts.onnx_runtime import DEFAULT_ONNX_DIR, export_is_current
+
+    if not export_is_current(DEFAULT_ONNX_DIR):
+        pytest.skip(f"no current ONNX export at {DEFAULT_ONNX_DIR}: run python -m tts.export")
+    onnx = tts.load(runtime="onnx")
+    audio = onnx.synthesize(TEXT)
+    assert audio.sample_rate == voice.sample_rate and audio.samples.dtype == np.float32
+    assert audio.sentences == voice.synthesize(TEXT).sentences
+    chunks = list(onnx.stream(TEXT, batch_size=8))
+    assert len(chunks) == 3 and np.array_equal(np.concatenate(chunks), audio.samples)
