@@ -228,3 +228,25 @@ def test_batcher_refuses_past_its_queue_and_drops_cancelled_jobs(voice):
         assert not got and batcher.stats.parts == 1
     finally:
         batcher.stop()
+
+
+def test_onnx_runtime_server():
+    """--runtime onnx: the exported voice through onnxruntime, one request at a time, torch never imported."""
+    pytest.importorskip("onnxruntime", reason="onnxruntime not installed")
+    from tts.onnx_runtime import DEFAULT_ONNX_DIR, export_is_current
+
+    if not export_is_current(DEFAULT_ONNX_DIR):
+        pytest.skip(f"no current ONNX export at {DEFAULT_ONNX_DIR}: run python -m tts.export")
+    onnx = load(runtime="onnx")
+    with SpeechServer("--runtime", "onnx", "--rate-limit", "0") as server:
+        health = httpx.get(server.url + "/health").json()
+        assert health["runtime"] == "onnx" and health["torch_loaded"] is False
+        r = speech(server, input=TEXT, response_format="wav")
+        assert r.status_code == 200
+        got, sr = sf.read(io.BytesIO(r.content), dtype="float32")
+        want = onnx.synthesize(TEXT).samples
+        assert sr == onnx.sample_rate and got.shape == want.shape and np.abs(got - want).max() <= 1.01 * LSB
+        bad = speech(server, input="\u2603\u2603")
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "input"
+        assert speech(server, input="Slower.", speed=0.5).status_code == 200
+        assert httpx.get(server.url + "/health").json()["torch_loaded"] is False

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tts.api import load
     from tts.serve.app import create_app
-    from tts.serve.batcher import Batcher
+    from tts.serve.batcher import Batcher, SerialWorker
 
     try:
         limits = ServeLimits(max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
@@ -69,13 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - a missing checkpoint/export or a bad limit: one line, exit 2
         print(f"error: {e}", file=sys.stderr)
         return 2
-    # an AR decoder's prenet dropout is seeded per batch, not per item: batch 1 keeps its audio reproducible
-    max_batch = 1 if getattr(voice.synth, "autoregressive", False) else args.max_batch
-    batcher = Batcher(voice.synth, max_batch=max_batch, max_wait_s=args.batch_wait_ms / 1000, max_jobs=args.max_pending,
-                      max_pad_ratio=args.max_pad_ratio)
+    if voice.runtime == "onnx":  # one call per text (OnnxSynthesizer.synthesize): no cross-request batching
+        batcher = SerialWorker(voice.synth, max_jobs=args.max_pending)
+    else:
+        # an AR decoder's prenet dropout is seeded per batch, not per item: batch 1 keeps its audio reproducible
+        batcher = Batcher(voice.synth, max_batch=1 if voice.synth.autoregressive else args.max_batch,
+                          max_wait_s=args.batch_wait_ms / 1000, max_jobs=args.max_pending,
+                          max_pad_ratio=args.max_pad_ratio)
     app = create_app(voice, batcher, limits)
     logging.basicConfig(level=args.log_level.upper())
-    print(f"tts.serve: {voice.name} ({voice.runtime}) on http://{args.host}:{args.port} max_batch={max_batch}",
+    print(f"tts.serve: {voice.name} ({voice.runtime}) on http://{args.host}:{args.port} max_batch={batcher.max_batch}",
           file=sys.stderr, flush=True)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_keep_alive=5,

@@ -10,6 +10,7 @@ start (busy server, a failed batch) still gets a proper status; a failure after 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tts.api import Voice
 from tts.listening.app import RateLimiter
-from tts.serve.batcher import Batcher, BatcherBusy, Job
+from tts.serve.batcher import Batcher, BatcherBusy, Job, SerialJob, SerialWorker
 from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder
 from tts.serve.page import page_html
 from tts.text.errors import TextError
@@ -117,8 +118,9 @@ class BodyLimit:
         return await self.app(scope, limited, send)
 
 
-def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits()) -> FastAPI:
-    """The app over a loaded voice and its running batcher (the caller stops the batcher)."""
+def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimits = ServeLimits()) -> FastAPI:
+    """The app over a loaded voice and its running batcher (the caller stops the batcher): a `Batcher` for
+    the torch runtime, a `SerialWorker` for a runtime without `Synthesizer.speak` (ONNX)."""
     app = FastAPI(title="tts speech server", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
     limiter = RateLimiter({"request": (limits.requests_per_minute, 60.0)}) if limits.requests_per_minute else None
@@ -165,7 +167,8 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "model": model_id, "runtime": voice.runtime, "sample_rate": sample_rate,
+        return {"status": "ok", "model": model_id, "runtime": voice.runtime, "torch_loaded": "torch" in sys.modules,
+                "sample_rate": sample_rate,
                 "pending_requests": batcher.pending(), "max_batch": batcher.max_batch, "batches": batcher.stats.as_dict()}
 
     @app.get("/v1/models")
@@ -201,15 +204,25 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
     async def speech(req: SpeechIn, request: Request):
         check(req)
         speed = None if req.speed == 1.0 else req.speed  # 1.0 = the voice's own rate, as with no control
+        loop = asyncio.get_running_loop()
+        parts: asyncio.Queue = asyncio.Queue()
+
+        def deliver(k: int, item) -> None:
+            loop.call_soon_threadsafe(parts.put_nowait, (k, item))
+
+        utt = None
         try:
-            utt = await run_in_threadpool(voice.synth.utterance, req.input, seed=limits.seed, speed=speed)
+            if isinstance(batcher, SerialWorker):  # its text is checked by its synthesize, on the worker
+                ctl = {} if speed is None else {"speed": speed}
+                voice.synth.controls(**ctl)
+                job: Job | SerialJob = SerialJob(req.input, limits.seed, ctl, deliver)
+            else:
+                utt = await run_in_threadpool(voice.synth.utterance, req.input, seed=limits.seed, speed=speed)
+                job = Job(utt, deliver)
         except TextError as e:
             raise ApiError(400, f"input: {e}", "input", "bad_text") from e
         except ValueError as e:  # a control this model lacks (speed on an AR voice)
             raise ApiError(400, str(e), "speed") from e
-        loop = asyncio.get_running_loop()
-        parts: asyncio.Queue = asyncio.Queue()
-        job = Job(utt, deliver=lambda k, item: loop.call_soon_threadsafe(parts.put_nowait, (k, item)))
         try:
             batcher.submit(job)
         except BatcherBusy as e:
@@ -221,6 +234,8 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
             job.cancelled = True
             raise ApiError(503, f"server busy: no audio within {limits.first_audio_timeout_s:g} s; retry later",
                            code="busy") from None
+        if first[0] < 0 and isinstance(first[1], TextError):
+            raise ApiError(400, f"input: {first[1]}", "input", "bad_text")
         if first[0] < 0:
             job.cancelled = True
             raise ApiError(503 if isinstance(first[1], BatcherBusy) else 500, f"synthesis failed: {first[1]}",
@@ -228,8 +243,9 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
         encoder = Encoder(req.response_format, sample_rate)
 
         def chunk(k: int, wave) -> bytes:
-            pause = np.zeros(int(utt.parts[k].pause_s * sample_rate), np.float32)
-            return encoder.piece(np.concatenate([pause, wave.numpy()]))
+            """Part k with the pause before it (a SerialWorker's pieces carry their pauses already)."""
+            pause = np.zeros(int(utt.parts[k].pause_s * sample_rate) if utt is not None else 0, np.float32)
+            return encoder.piece(np.concatenate([pause, np.asarray(wave, dtype=np.float32)]))
 
         async def body():
             # an error after the status line is raised: uvicorn then drops the connection without the final
@@ -252,7 +268,9 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
             finally:
                 job.cancelled = True  # the client went away or the stream ended: drop what is left
 
-        headers = {"X-Sample-Rate": str(sample_rate), "X-Parts": str(len(utt.parts)), "Cache-Control": "no-store"}
+        headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store"}
+        if utt is not None:
+            headers["X-Parts"] = str(len(utt.parts))
         return StreamingResponse(body(), media_type=MEDIA_TYPES[req.response_format], headers=headers)
 
     return app

@@ -18,11 +18,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from tts.inference import Synthesizer, Utterance
+if TYPE_CHECKING:  # not imported at run time: the ONNX server runs without torch
+    from tts.inference import Synthesizer, Utterance
 
 
 class BatcherBusy(RuntimeError):
@@ -35,7 +34,7 @@ class Job:
     `deliver(-1, None)` when done, or `deliver(-1, error)` once if the batch it was in failed.  `deliver` is
     called on the worker thread: it must only hand the item over (e.g. loop.call_soon_threadsafe)."""
 
-    utterance: Utterance
+    utterance: "Utterance"
     deliver: Callable[[int, Any], None]
     next_part: int = 0  # the next part to put in a batch
     cancelled: bool = False  # the client went away: its remaining parts are dropped
@@ -61,7 +60,7 @@ class BatcherStats:
 
 
 class Batcher:
-    def __init__(self, synth: Synthesizer, max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256,
+    def __init__(self, synth: "Synthesizer", max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256,
                  max_pad_ratio: float = 1.5) -> None:
         if max_batch < 1 or max_wait_s < 0 or max_jobs < 1 or max_pad_ratio < 1:
             raise ValueError(f"max_batch >= 1, max_wait_s >= 0, max_jobs >= 1 and max_pad_ratio >= 1 needed, got "
@@ -178,9 +177,94 @@ class Batcher:
                 job.deliver(-1, None)
 
 
-def torch_threads(n: int | None) -> None:
-    """torch's intra-op threads for the worker (None: torch's default)."""
-    if n is not None:
-        if n < 1:
-            raise ValueError(f"threads must be >= 1, got {n}")
-        torch.set_num_threads(n)
+
+@dataclass(eq=False)
+class SerialJob:
+    """One request for a runtime without `Synthesizer.speak` (the ONNX one): its text and controls.
+    `deliver(k, piece)` gets the k-th piece of audio (a sentence, or the pause before one), then (-1, None),
+    or (-1, error) once."""
+
+    text: str
+    seed: int
+    ctl: dict[str, Any]
+    deliver: Callable[[int, Any], None]
+    cancelled: bool = False
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class SerialWorker:
+    """The Batcher's interface for a runtime whose synthesis is one call per text (`synthesize(text,
+    sink=...)`, the ONNX runtime): requests are spoken one at a time in arrival order (their sentences still
+    batched within the request), each piece handed on as it is made.  No cross-request batching."""
+
+    max_batch = 1
+
+    def __init__(self, synth: Any, max_jobs: int = 256) -> None:
+        if max_jobs < 1:
+            raise ValueError(f"max_jobs must be >= 1, got {max_jobs}")
+        self.synth, self.max_jobs = synth, max_jobs
+        self.jobs: deque[SerialJob] = deque()
+        self.cond = threading.Condition()
+        self.stats = BatcherStats()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._loop, name="tts-serial", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: SerialJob) -> None:
+        with self.cond:
+            if self._stopped:
+                raise BatcherBusy("the server is shutting down")
+            for gone in [j for j in self.jobs if j.cancelled]:
+                self.jobs.remove(gone)
+            if len(self.jobs) >= self.max_jobs:
+                raise BatcherBusy(f"{len(self.jobs)} requests are already waiting (limit {self.max_jobs})")
+            self.jobs.append(job)
+            self.cond.notify()
+
+    def pending(self) -> int:
+        with self.cond:
+            return len(self.jobs)
+
+    def stop(self) -> None:
+        with self.cond:
+            self._stopped = True
+            self.cond.notify_all()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self._stopped and not self.jobs:
+                    self.cond.wait()
+                if self._stopped:
+                    break
+                job = self.jobs.popleft()
+            if not job.cancelled:
+                self._run(job)
+
+    def _run(self, job: SerialJob) -> None:
+        count = [0]
+
+        def sink(piece: Any) -> None:
+            if job.cancelled:
+                raise _Cancelled()  # the client went away: stop this text's synthesis
+            job.deliver(count[0], piece)
+            count[0] += 1
+
+        t0 = time.perf_counter()
+        try:
+            result = self.synth.synthesize(job.text, seed=job.seed, sink=sink, **job.ctl)
+        except _Cancelled:
+            return
+        except Exception as error:  # noqa: BLE001 - handed to the request, which reports it
+            job.deliver(-1, error)
+            return
+        finally:
+            self.stats.busy_s += time.perf_counter() - t0
+        self.stats.batches += 1
+        self.stats.parts += len(result.sentences)
+        self.stats.largest_batch = 1
+        job.deliver(-1, None)
