@@ -118,8 +118,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result = {"argv": args.argv, "machine": machine_facts("cpu", args.threads), "vocoder": args.vocoder,
               "systems": {s.name: {"checkpoint": s.checkpoint, "block_frames": s.block_frames} for s in systems},
               "speed": rows, "cache": cache_bound(loaded[args.block].model)}
+    if args.memory_repeats:
+        result["stream_memory"] = stream_memory(args.block, 16, tuple(args.memory_repeats), args.threads)
     if args.quality:
-        result["quality"] = read_quality(Path(args.quality), [s.name for s in systems], args.block_prefix)
+        result["quality"] = read_quality([Path(q) for q in args.quality], [s.name for s in systems], args.block_prefix)
     return result
 
 
@@ -140,10 +142,44 @@ def cache_bound(model: torch.nn.Module, block_frames: int = 16, n_frames: tuple[
     return rows
 
 
-def read_quality(report: Path, names: list[str], block_prefix: str) -> dict[str, dict[str, dict[str, float]]]:
-    """{bench system name: {metric: {mean, lo, hi}}} from a recipes.evaluate report.json (systems `ar`,
-    `nar`, `<block_prefix>_b8`, ...)."""
-    summary = json.loads(report.read_text())["summary"]
+def stream_memory(block_ckpt: str, block_frames: int, repeats: tuple[int, ...], threads: int) -> list[dict]:
+    """Peak RSS (VmHWM) of `python -m tts.synthesize --stream` with the block model, in a fresh process per
+    document size (tts.bench.document_memory's paragraph repeated R times): must not grow with the text."""
+    import os
+    import subprocess
+    import tempfile
+
+    import soundfile as sf
+
+    from tts.bench.document_memory import _PROBE, PARAGRAPH
+
+    rows = []
+    for r in repeats:
+        with tempfile.TemporaryDirectory() as tmp:
+            text, out = Path(tmp) / "doc.txt", Path(tmp) / "doc.wav"
+            text.write_text(PARAGRAPH * r, encoding="utf-8")
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-c", _PROBE, "--threads", str(threads), "--checkpoint", block_ckpt,
+                                   "--block-frames", str(block_frames), "--stream", "--text-file", str(text),
+                                   "--out", str(out), "--quiet"],
+                                  capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+            if proc.returncode != 0:
+                raise RuntimeError(f"tts.synthesize exited {proc.returncode}: {proc.stderr[-2000:]}")
+            peak_kb = next(int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("PEAK_KB "))
+            info = sf.info(str(out))
+            rows.append({"repeats": r, "audio_s": round(info.frames / info.samplerate, 2),
+                         "audio_float32_mb": round(info.frames * 4 / 2**20, 2), "peak_rss_mb": round(peak_kb / 1024, 1),
+                         "wall_s": round(time.perf_counter() - t0, 2)})
+            print(f"--stream B = {block_frames}, paragraph x{r}: {rows[-1]}", flush=True)
+    return rows
+
+
+def read_quality(reports: list[Path], names: list[str], block_prefix: str) -> dict[str, dict[str, dict[str, float]]]:
+    """{bench system name: {metric: {mean, lo, hi}}} from recipes.evaluate report.json files (systems `ar`,
+    `nar`, `<block_prefix>_b8`, ...; a later file's system replaces an earlier one's)."""
+    summary: dict[str, Any] = {}
+    for report in reports:
+        summary.update(json.loads(report.read_text())["summary"])
     out: dict[str, dict[str, dict[str, float]]] = {}
     for name in names:
         key = name if name in ("ar", "nar") else f"{block_prefix}_{name}"
@@ -180,6 +216,12 @@ def to_markdown(r: dict[str, Any]) -> str:
     lines += ["", "Block decoder cache (keys/values of the bounded past + the convs' left context), largest over the "
               "utterance:", "", "| utterance frames | B | cache frames | cache KiB |", "|---|---|---|---|"]
     lines += [f"| {c['frames']} | {c['block_frames']} | {c['cache_frames']} | {c['cache_kib']:.1f} |" for c in r["cache"]]
+    if r.get("stream_memory"):
+        lines += ["", "Peak RSS of `python -m tts.synthesize --stream --block-frames 16` (fresh process) against document "
+                  "length:", "", "| paragraph x | audio s | whole audio as float32 MB | peak RSS MB | wall s |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {m['repeats']} | {m['audio_s']} | {m['audio_float32_mb']} | {m['peak_rss_mb']} | {m['wall_s']} |"
+                  for m in r["stream_memory"]]
     return "\n".join(lines) + "\n"
 
 
@@ -237,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lengths", type=parse_ints, default=[10, 100, 400], help="input lengths (symbols)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--quality", help="recipes.evaluate report.json with the same systems")
+    p.add_argument("--quality", nargs="+", help="recipes.evaluate report.json file(s) with the same systems")
+    p.add_argument("--memory-repeats", type=parse_ints, default=None,
+                   help="also measure --stream's peak RSS on tts.bench.document_memory's paragraph x R, e.g. 2,12")
     p.add_argument("--block-prefix", default="nar_block", help="the block systems' name prefix in --quality")
     p.add_argument("--out", default="benchmark_blocks")
     argv = list(sys.argv[1:] if argv is None else argv)
