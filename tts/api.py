@@ -69,50 +69,38 @@ class Voice:
                      tuple(result.notes))
 
     def stream(self, text: str, *, speed: float | None = None, seed: int = 0, pitch_shift: float | None = None,
-               refine_steps: int | None = None, temperature: float | None = None, batch_size: int = 1
-               ) -> Iterator[np.ndarray]:
-        """`text` as float32 chunks [n] in order, one per sentence (the pause before it at its start), each
-        handed out as soon as it is made (`batch_size` sentences per model call: 1 = the first chunk soonest).
-        Joined they equal `synthesize(text, batch_size=batch_size).samples`; other batch sizes agree to float
-        rounding (sentence k's noise comes from (seed, k) in any batch).  Text and controls are checked
-        before the first chunk."""
+               refine_steps: int | None = None, temperature: float | None = None) -> Iterator[np.ndarray]:
+        """`text` as float32 chunks [n] in order, each handed out as soon as it is made: the audio of a
+        sentence (with a block-wise model and a streaming vocoder, pieces of it) and the pauses between
+        sentences.  Joined they are `synthesize(text, batch_size=1).samples` within
+        tts.inference.STREAM_TOLERANCE (`Synthesizer.stream`; the ONNX runtime's synthesize with a sink).
+        Text and controls are checked before the first chunk."""
         ctl = _controls(speed, pitch_shift, refine_steps, temperature)
         if self.runtime == "torch":
-            return self._stream_torch(self.synth.utterance(text, seed=seed, **ctl), batch_size)
-        return self._stream_sink(text, seed, ctl, batch_size)
+            utt = self.synth.utterance(text, seed=seed, **ctl)  # bad text or controls raise here, not at next()
+            return (chunk.numpy() for chunk in self.synth.stream_utterance(utt))
+        return self._stream_sink(text, seed, ctl)
 
-    def _stream_torch(self, utt: Any, batch_size: int) -> Iterator[np.ndarray]:
-        n = len(utt.parts)
-        for start in range(0, n, batch_size):
-            ks = range(start, min(start + batch_size, n))
-            for k, wave in zip(ks, self.synth.speak([(utt, k) for k in ks])):
-                yield np.concatenate([self.synth.silence(utt.parts[k].pause_s).numpy(), wave.numpy()])
-
-    def _stream_sink(self, text: str, seed: int, ctl: dict[str, Any], batch_size: int) -> Iterator[np.ndarray]:
-        """A runtime whose synthesize hands pieces (a pause, a sentence) to a sink (ONNX): run it in a thread,
-        yield each sentence with the pause before it."""
+    def _stream_sink(self, text: str, seed: int, ctl: dict[str, Any]) -> Iterator[np.ndarray]:
+        """A runtime whose synthesize hands each piece to a sink (ONNX): run it in a thread (one sentence per
+        batch, for the first audio soonest) and yield its pieces."""
         self.synth.controls(**ctl)  # a bad control before the first chunk, as with torch
         pieces: queue.Queue = queue.Queue(maxsize=4)  # bounded: the thread waits for a slow consumer
         done = object()
 
         def work() -> None:
             try:
-                self.synth.synthesize(text, seed=seed, batch_size=batch_size,
+                self.synth.synthesize(text, seed=seed, batch_size=1,
                                       sink=lambda w: pieces.put(np.asarray(w, np.float32)), **ctl)
                 pieces.put(done)
             except BaseException as e:  # noqa: BLE001 - re-raised in the consumer
                 pieces.put(e)
 
         threading.Thread(target=work, daemon=True).start()
-        pause = np.zeros(0, np.float32)
         while (item := pieces.get()) is not done:
             if isinstance(item, BaseException):
                 raise item
-            if not item.any():  # a pause (a spoken sentence is never all zeros): it leads the next chunk
-                pause = np.concatenate([pause, item])
-                continue
-            yield np.concatenate([pause, item])
-            pause = np.zeros(0, np.float32)
+            yield item
 
 
 def _controls(speed: float | None, pitch_shift: float | None, refine_steps: int | None,
