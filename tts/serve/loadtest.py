@@ -79,8 +79,9 @@ async def _load(url: str, clients: int, requests: int, timeout_s: float) -> tupl
 
 
 def run_load(max_batch: int, clients: int, requests: int, threads: int, batch_wait_ms: float,
-             timeout_s: float = 600.0) -> dict:
-    """One server, one load: the report of that run."""
+             timeout_s: float = 600.0, rounds: int = 1) -> dict:
+    """One server, `rounds` times the load one after another: the report over all of them, with the
+    server's memory after each round (a leak grows it round after round; a bounded server levels off)."""
     args = ("--max-batch", str(max_batch), "--batch-wait-ms", str(batch_wait_ms), "--rate-limit", "0",
             "--max-pending", str(max(256, 2 * clients)), "--first-audio-timeout", str(timeout_s),
             "--request-timeout", str(timeout_s))
@@ -103,10 +104,15 @@ def run_load(max_batch: int, clients: int, requests: int, threads: int, batch_wa
 
         sampler = threading.Thread(target=sample_rss, daemon=True)
         sampler.start()
-        rows, wall = asyncio.run(_load(server.url, clients, requests, timeout_s))
+        rows, wall, after_each = [], 0.0, []
+        for _ in range(rounds):
+            more, took = asyncio.run(_load(server.url, clients, requests, timeout_s))
+            rows += more
+            wall += took
+            after_each.append(server.rss_bytes())
         stop.set()
         sampler.join()
-        rss_after = server.rss_bytes()
+        rss_after = after_each[-1]
         health = httpx.get(server.url + "/health", timeout=10).json()
     good = [r for r in rows if r["error"] is None]
     errors = [r for r in rows if r["error"] is not None]
@@ -115,7 +121,8 @@ def run_load(max_batch: int, clients: int, requests: int, threads: int, batch_wa
     firsts = [r["first_byte_s"] for r in good if r["first_byte_s"] is not None]
     mib = 1 / 2**20
     return {
-        "max_batch": max_batch, "clients": clients, "requests_per_client": requests, "requests": len(rows),
+        "max_batch": max_batch, "clients": clients, "requests_per_client": requests, "rounds": rounds,
+        "requests": len(rows),
         "errors": len(errors), "error_examples": sorted({r["error"] for r in errors})[:5],
         "wall_s": round(wall, 3), "requests_per_s": round(len(good) / wall, 3),
         "audio_s_per_s": round(audio_s / wall, 3), "audio_s": round(audio_s, 2),
@@ -124,7 +131,8 @@ def run_load(max_batch: int, clients: int, requests: int, threads: int, batch_wa
         "first_byte_s": {"p50": round(percentile(firsts, 50), 4), "p95": round(percentile(firsts, 95), 4),
                          "max": round(max(firsts, default=float("nan")), 4)},
         "server_rss_mib": {"before": round(rss_before * mib, 1), "peak": round(peak[0] * mib, 1),
-                           "after": round(rss_after * mib, 1)},
+                           "after": round(rss_after * mib, 1),
+                           "after_each_round": [round(b * mib, 1) for b in after_each]},
         "batches": health["batches"],
     }
 
@@ -138,17 +146,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-wait-ms", type=float, default=5.0)
     p.add_argument("--threads", type=int, default=1, help="the server's torch threads")
     p.add_argument("--baseline", action="store_true", help="also run --max-batch 1 and report the gain")
+    p.add_argument("--rounds", type=int, default=1, help="the whole load this many times against one server")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     args = p.parse_args(argv)
-    if min(args.clients, args.requests, args.max_batch, args.threads) < 1:
-        p.error("--clients, --requests, --max-batch and --threads must be >= 1")
+    if min(args.clients, args.requests, args.max_batch, args.threads, args.rounds) < 1:
+        p.error("--clients, --requests, --max-batch, --threads and --rounds must be >= 1")
     report: dict = {"command": "python -m tts.serve.loadtest " + " ".join(sys.argv[1:] if argv is None else argv),
                     "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
                     "texts": list(TEXTS)}
     if args.baseline:
-        report["one_at_a_time"] = run_load(1, args.clients, args.requests, args.threads, args.batch_wait_ms)
+        report["one_at_a_time"] = run_load(1, args.clients, args.requests, args.threads, args.batch_wait_ms,
+                                           rounds=args.rounds)
         print(json.dumps(report["one_at_a_time"]), file=sys.stderr, flush=True)
-    report["batched"] = run_load(args.max_batch, args.clients, args.requests, args.threads, args.batch_wait_ms)
+    report["batched"] = run_load(args.max_batch, args.clients, args.requests, args.threads, args.batch_wait_ms,
+                                 rounds=args.rounds)
     if args.baseline:
         base, batched = report["one_at_a_time"], report["batched"]
         report["throughput_gain"] = round(batched["requests_per_s"] / base["requests_per_s"], 3)
