@@ -137,6 +137,26 @@ def run_load(max_batch: int, clients: int, requests: int, threads: int, batch_wa
     }
 
 
+def to_markdown(report: dict) -> str:
+    """A saved report as a table (the README's figures): one row per server setting."""
+    rows = ["| server | requests | errors | requests/s | audio s/s | total p50 / p95 s | first byte p50 / p95 s "
+            "| RSS MiB before / peak / after | mean batch |", "|---|---|---|---|---|---|---|---|---|"]
+    for name in ("one_at_a_time", "batched"):
+        if name not in report:
+            continue
+        r = report[name]
+        rss = r["server_rss_mib"]
+        rows.append(f"| {name.replace('_', ' ')} (max batch {r['max_batch']}) | {r['requests']} | {r['errors']} "
+                    f"| {r['requests_per_s']:.2f} | {r['audio_s_per_s']:.1f} "
+                    f"| {r['total_s']['p50']:.2f} / {r['total_s']['p95']:.2f} "
+                    f"| {r['first_byte_s']['p50']:.2f} / {r['first_byte_s']['p95']:.2f} "
+                    f"| {rss['before']:.0f} / {rss['peak']:.0f} / {rss['after']:.0f} | {r['batches']['mean_batch']:.2f} |")
+    if "throughput_gain" in report:
+        rows.append(f"\nThroughput gain of dynamic batching: x{report['throughput_gain']:.2f} requests/s "
+                    f"({report['batched']['clients']} clients x {report['batched']['requests_per_client']} requests).")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tts.serve.loadtest", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -148,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline", action="store_true", help="also run --max-batch 1 and report the gain")
     p.add_argument("--rounds", type=int, default=1, help="the whole load this many times against one server")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
+    p.add_argument("--table", type=Path, default=None, help="print a saved report (--out) as a table and exit")
     args = p.parse_args(argv)
+    if args.table is not None:
+        print(to_markdown(json.loads(args.table.read_text())))
+        return 0
     if min(args.clients, args.requests, args.max_batch, args.threads, args.rounds) < 1:
         p.error("--clients, --requests, --max-batch, --threads and --rounds must be >= 1")
     report: dict = {"command": "python -m tts.serve.loadtest " + " ".join(sys.argv[1:] if argv is None else argv),
