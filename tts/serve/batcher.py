@@ -59,22 +59,23 @@ class BatcherStats:
                 "mean_batch": self.parts / self.batches if self.batches else 0.0, "busy_s": round(self.busy_s, 3)}
 
 
-class Batcher:
-    def __init__(self, synth: "Synthesizer", max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256,
-                 max_pad_ratio: float = 1.5) -> None:
-        if max_batch < 1 or max_wait_s < 0 or max_jobs < 1 or max_pad_ratio < 1:
-            raise ValueError(f"max_batch >= 1, max_wait_s >= 0, max_jobs >= 1 and max_pad_ratio >= 1 needed, got "
-                             f"{max_batch}, {max_wait_s}, {max_jobs}, {max_pad_ratio}")
-        self.synth, self.max_batch, self.max_wait_s, self.max_jobs = synth, max_batch, max_wait_s, max_jobs
-        self.max_pad_ratio = max_pad_ratio
-        self.jobs: deque[Job] = deque()
+class _Worker:
+    """A queue of jobs and the one thread that speaks them (the model is never called from two threads)."""
+
+    max_batch: int
+
+    def __init__(self, synth: Any, max_jobs: int, name: str) -> None:
+        if max_jobs < 1:
+            raise ValueError(f"max_jobs must be >= 1, got {max_jobs}")
+        self.synth, self.max_jobs = synth, max_jobs
+        self.jobs: deque = deque()
         self.cond = threading.Condition()
         self.stats = BatcherStats()
         self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name="tts-batcher", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: "Job | SerialJob") -> None:
         with self.cond:
             if self._stopped:
                 raise BatcherBusy("the server is shutting down")
@@ -94,6 +95,37 @@ class Batcher:
             self._stopped = True
             self.cond.notify_all()
         self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self._stopped and not self.jobs:
+                    self.cond.wait()
+                if self._stopped:
+                    break
+                work = self._take_work()  # under the lock; spoken outside it, so requests can still arrive
+            if work:
+                self._speak(work)
+        with self.cond:
+            for job in self.jobs:
+                job.deliver(-1, BatcherBusy("the server is shutting down"))
+            self.jobs.clear()
+
+    def _take_work(self) -> Any:
+        raise NotImplementedError
+
+    def _speak(self, work: Any) -> None:
+        raise NotImplementedError
+
+
+class Batcher(_Worker):
+    def __init__(self, synth: "Synthesizer", max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256,
+                 max_pad_ratio: float = 1.5) -> None:
+        if max_batch < 1 or max_wait_s < 0 or max_pad_ratio < 1:
+            raise ValueError(f"max_batch >= 1, max_wait_s >= 0 and max_pad_ratio >= 1 needed, got "
+                             f"{max_batch}, {max_wait_s}, {max_pad_ratio}")
+        self.max_batch, self.max_wait_s, self.max_pad_ratio = max_batch, max_wait_s, max_pad_ratio
+        super().__init__(synth, max_jobs, "tts-batcher")
 
     def _waiting_parts(self) -> int:
         return sum(len(j.utterance.parts) - j.next_part for j in self.jobs if not j.cancelled)
@@ -133,26 +165,14 @@ class Batcher:
                 self.jobs.append(job)
         return taken
 
-    def _loop(self) -> None:
-        while True:
-            with self.cond:
-                while not self._stopped and not self.jobs:
-                    self.cond.wait()
-                if self._stopped:
-                    break
-                # wait a few ms for other requests' sentences, unless a full batch is already waiting
-                deadline = time.monotonic() + self.max_wait_s
-                while self._waiting_parts() < self.max_batch and (left := deadline - time.monotonic()) > 0:
-                    self.cond.wait(left)
-                taken = self._take()
-            if taken:
-                self._run(taken)
-        with self.cond:
-            for job in self.jobs:
-                job.deliver(-1, BatcherBusy("the server is shutting down"))
-            self.jobs.clear()
+    def _take_work(self) -> list[tuple[Job, int]]:
+        # wait a few ms for other requests' sentences, unless a full batch is already waiting
+        deadline = time.monotonic() + self.max_wait_s
+        while self._waiting_parts() < self.max_batch and (left := deadline - time.monotonic()) > 0:
+            self.cond.wait(left)
+        return self._take()
 
-    def _run(self, taken: list[tuple[Job, int]]) -> None:
+    def _speak(self, taken: list[tuple[Job, int]]) -> None:
         t0 = time.perf_counter()
         try:
             waves = self.synth.speak([(job.utterance, k) for job, k in taken])
@@ -195,7 +215,7 @@ class _Cancelled(Exception):
     pass
 
 
-class SerialWorker:
+class SerialWorker(_Worker):
     """The Batcher's interface for a runtime whose synthesis is one call per text (`synthesize(text,
     sink=...)`, the ONNX runtime): requests are spoken one at a time in arrival order (their sentences still
     batched within the request), each piece handed on as it is made.  No cross-request batching."""
@@ -203,49 +223,13 @@ class SerialWorker:
     max_batch = 1
 
     def __init__(self, synth: Any, max_jobs: int = 256) -> None:
-        if max_jobs < 1:
-            raise ValueError(f"max_jobs must be >= 1, got {max_jobs}")
-        self.synth, self.max_jobs = synth, max_jobs
-        self.jobs: deque[SerialJob] = deque()
-        self.cond = threading.Condition()
-        self.stats = BatcherStats()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name="tts-serial", daemon=True)
-        self._thread.start()
+        super().__init__(synth, max_jobs, "tts-serial")
 
-    def submit(self, job: SerialJob) -> None:
-        with self.cond:
-            if self._stopped:
-                raise BatcherBusy("the server is shutting down")
-            for gone in [j for j in self.jobs if j.cancelled]:
-                self.jobs.remove(gone)
-            if len(self.jobs) >= self.max_jobs:
-                raise BatcherBusy(f"{len(self.jobs)} requests are already waiting (limit {self.max_jobs})")
-            self.jobs.append(job)
-            self.cond.notify()
+    def _take_work(self) -> SerialJob | None:
+        job = self.jobs.popleft()
+        return None if job.cancelled else job
 
-    def pending(self) -> int:
-        with self.cond:
-            return len(self.jobs)
-
-    def stop(self) -> None:
-        with self.cond:
-            self._stopped = True
-            self.cond.notify_all()
-        self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        while True:
-            with self.cond:
-                while not self._stopped and not self.jobs:
-                    self.cond.wait()
-                if self._stopped:
-                    break
-                job = self.jobs.popleft()
-            if not job.cancelled:
-                self._run(job)
-
-    def _run(self, job: SerialJob) -> None:
+    def _speak(self, job: SerialJob) -> None:
         count = [0]
 
         def sink(piece: Any) -> None:
