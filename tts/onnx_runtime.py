@@ -341,6 +341,27 @@ def export_is_current(onnx_dir: str | Path) -> bool:
     return True
 
 
+def fix_mmap_threshold(threshold: int = 128 * 1024) -> None:
+    """glibc only: keep malloc's mmap threshold at its default 128 KiB instead of letting it rise.
+
+    Every batch allocates and frees arrays of new sizes (a long sentence: tens of MB).  glibc raises its
+    mmap threshold to the size of each mmapped block that is freed, after which blocks that large come from
+    the heap, which fragments and is not given back: the peak RSS of a document then grew by 0-80 MB from
+    run to run (tts.bench.document_memory).  Fixed, large blocks stay mmapped and return to the OS when
+    freed.  A process-wide setting; a no-op on other C libraries."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, int(threshold))  # M_MMAP_THRESHOLD (glibc's malloc.h); fixing it stops the adjustment
+    except (OSError, AttributeError):
+        pass
+
+
 class OnnxSynthesizer:
     """The default voice on onnxruntime; see the module docstring for the API."""
 
@@ -352,6 +373,7 @@ class OnnxSynthesizer:
 
         from tts.text import TextFrontend
 
+        fix_mmap_threshold()
         self.onnx_dir = Path(onnx_dir)
         self.manifest = manifest
         self.pause_s = pause_s
@@ -367,6 +389,7 @@ class OnnxSynthesizer:
         # no arena: tensor shapes change with every batch, and onnxruntime's CPU arena keeps the high-water
         # mark of every shape it has seen (memory then grows with the document; tests/test_cli_hostile.py)
         options.enable_cpu_mem_arena = False
+        options.enable_mem_pattern = False  # its plans are cached per input shape: one more per sentence length
         self.sessions: dict[str, Any] = {}
         for name in GRAPHS:
             path = self.onnx_dir / manifest["graphs"][name]["file"]

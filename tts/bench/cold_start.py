@@ -7,8 +7,10 @@ exit, measured by the parent) and the peak resident memory of that process alone
 the median and the maximum.  `--importtime` adds one `python -X importtime` run and lists the top-level
 packages by cumulative import time: where the start-up goes.
 
-`--repo DIR` measures another checkout (e.g. the commit before a change: `git archive COMMIT | tar -x -C DIR`),
-run with DIR as the working directory so that its `tts` package is the one imported.
+`--compare-repo DIR` adds another checkout as case "before" (e.g. the commit before a change: `git archive
+COMMIT | tar -x -C DIR`), run with DIR as the working directory so that its `tts` package is the one
+imported.  All cases run interleaved, and the load average is recorded: on a shared machine the absolute
+times move with the load, the comparison within one run does not.
 """
 
 from __future__ import annotations
@@ -100,32 +102,53 @@ def import_profile(cmd: list[str], cwd: Path, env: dict[str, str], top: int = 15
     return [{"package": name, "cumulative_s": round(s, 4)} for name, s in ranked]
 
 
-def measure(repo: Path, repeats: int, runtime: str | None, python: str = sys.executable,
-            importtime: bool = False, threads: int | None = None, onnx_dir: Path | None = None) -> ColdStartResult:
+@dataclass
+class Case:
+    """One command to time: a checkout and the --runtime given to its CLI (None = the CLI's own default)."""
+
+    name: str
+    repo: Path
+    runtime: str | None
+
+
+def _command(case: Case, out_wav: Path, threads: int | None, onnx_dir: Path | None) -> list[str]:
+    cmd = [sys.executable, "-m", "tts.synthesize", "--text", TEXT, "--out", str(out_wav), "--quiet"]
+    if case.runtime is not None:
+        cmd += ["--runtime", case.runtime]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
+    if onnx_dir is not None:
+        cmd += ["--onnx-dir", str(onnx_dir)]
+    return cmd
+
+
+def measure(cases: list[Case], repeats: int, importtime: bool = False, threads: int | None = None,
+            onnx_dir: Path | None = None) -> dict[str, ColdStartResult]:
+    """Every case `repeats` times, the cases INTERLEAVED (run k of each case follows run k of the one
+    before), so that a changing machine load affects them alike; one warm-up run of each first."""
+    env = dict(os.environ)
+    runs: dict[str, list[Run]] = {c.name: [] for c in cases}
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [python, "-m", "tts.synthesize", "--text", TEXT, "--out", str(Path(tmp) / "hi.wav"), "--quiet"]
-        if runtime is not None:
-            cmd += ["--runtime", runtime]
-        if threads is not None:
-            cmd += ["--threads", str(threads)]
-        if onnx_dir is not None:
-            cmd += ["--onnx-dir", str(onnx_dir)]
-        env = dict(os.environ)
-        run_once(cmd, repo, env)  # warm-up: page cache, .pyc files, the CMUdict cache
-        runs = []
+        cmds = {c.name: _command(c, Path(tmp) / f"{c.name}.wav", threads, onnx_dir) for c in cases}
+        for c in cases:
+            run_once(cmds[c.name], c.repo, env)  # warm-up: page cache, .pyc files, the CMUdict cache
         for _ in range(repeats):
-            wall, rss, stdout = run_once(cmd, repo, env)
-            m = re.search(r"runtime (\w+)", stdout)
-            runs.append(Run(round(wall, 4), round(rss, 1), m.group(1) if m else None))
-        imports = import_profile(cmd, repo, env) if importtime else []
-    walls, rsss = [r.wall_s for r in runs], [r.peak_rss_mb for r in runs]
-    result = ColdStartResult(
-        command=["python", *cmd[1:4], repr(TEXT), "--out", "TMP.wav", *cmd[6:]], repo=str(repo), runs=runs,
-        wall_s_median=round(statistics.median(walls), 4), wall_s_max=max(walls),
-        peak_rss_mb_median=round(statistics.median(rsss), 1), peak_rss_mb_max=max(rsss), targets=TARGETS,
-        meets_targets=statistics.median(walls) <= TARGETS["wall_s"] and max(rsss) <= TARGETS["peak_rss_mb"],
-        imports=imports)
-    return result
+            for c in cases:
+                wall, rss, stdout = run_once(cmds[c.name], c.repo, env)
+                m = re.search(r"runtime (\w+)", stdout)
+                runs[c.name].append(Run(round(wall, 4), round(rss, 1), m.group(1) if m else None))
+        imports = {c.name: import_profile(cmds[c.name], c.repo, env) if importtime else [] for c in cases}
+    results = {}
+    for c in cases:
+        walls, rsss = [r.wall_s for r in runs[c.name]], [r.peak_rss_mb for r in runs[c.name]]
+        cmd = cmds[c.name]
+        results[c.name] = ColdStartResult(
+            command=["python", *cmd[1:4], repr(TEXT), "--out", "TMP.wav", *cmd[6:]], repo=str(c.repo),
+            runs=runs[c.name], wall_s_median=round(statistics.median(walls), 4), wall_s_max=max(walls),
+            peak_rss_mb_median=round(statistics.median(rsss), 1), peak_rss_mb_max=max(rsss), targets=TARGETS,
+            meets_targets=statistics.median(walls) <= TARGETS["wall_s"] and max(rsss) <= TARGETS["peak_rss_mb"],
+            imports=imports[c.name])
+    return results
 
 
 def ensure_export(repo: Path, log) -> list[str]:
@@ -165,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma list: default (the CLI's own choice, no --runtime), torch, onnx, auto")
     p.add_argument("--threads", type=int, default=None, help="passed to the CLI as --threads")
     p.add_argument("--onnx-dir", type=Path, default=None, help="passed to the CLI as --onnx-dir")
+    p.add_argument("--compare-repo", type=Path, default=None,
+                   help="another checkout timed as case 'before' with its CLI's default (interleaved with the others)")
     p.add_argument("--importtime", action="store_true", help="also profile imports (one more run per runtime)")
     p.add_argument("--no-export", action="store_true", help="do not create checkpoints/onnx when it is missing")
     p.add_argument("--out", type=Path, default=None, help="write cold_start.json and cold_start.md here")
@@ -173,23 +198,31 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--repeats must be >= 1")
     repo = args.repo.resolve()
     setup = [] if args.no_export else ensure_export(repo, print)
-    results: dict[str, ColdStartResult] = {}
+    cases = []
     for name in [r.strip() for r in args.runtimes.split(",") if r.strip()]:
         if name not in ("default", "torch", "onnx", "auto"):
             p.error(f"unknown runtime {name!r}")
-        result = measure(repo, args.repeats, None if name == "default" else name, importtime=args.importtime,
-                         threads=args.threads, onnx_dir=args.onnx_dir)
+        cases.append(Case(name, repo, None if name == "default" else name))
+    if args.compare_repo is not None:
+        cases.insert(0, Case("before", args.compare_repo.resolve(), None))
+    load_before = os.getloadavg()
+    results = measure(cases, args.repeats, importtime=args.importtime, threads=args.threads, onnx_dir=args.onnx_dir)
+    load_after = os.getloadavg()
+    for name, result in results.items():
         result.setup = setup
-        results[name] = result
         print(f"{name}: wall median {result.wall_s_median:.3f} s (max {result.wall_s_max:.3f}), peak RSS median "
               f"{result.peak_rss_mb_median:.0f} MB (max {result.peak_rss_mb_max:.0f}), runtime used "
               f"{sorted({str(r.runtime) for r in result.runs})}, meets targets: {result.meets_targets}", flush=True)
+    print(f"load average (1, 5, 15 min) before {load_before}, after {load_after} on {os.cpu_count()} CPUs")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "cold_start.json").write_text(json.dumps(
             {"argv": ["python", "-m", "tts.benchmark", "cold-start", *(argv if argv is not None else sys.argv[2:])],
              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpu_count": os.cpu_count(),
+             "load_average_before": load_before, "load_average_after": load_after,
              "results": {k: asdict(v) for k, v in results.items()}}, indent=1) + "\n")
-        (args.out / "cold_start.md").write_text(to_markdown(results))
+        (args.out / "cold_start.md").write_text(
+            to_markdown(results) + f"\nLoad average (1, 5, 15 min) on {os.cpu_count()} CPUs: {load_before} before, "
+            f"{load_after} after the runs.\n")
         print(f"wrote {args.out / 'cold_start.json'} and {args.out / 'cold_start.md'}")
     return 0

@@ -99,7 +99,9 @@ def run(onnx_dir: Path, lengths: list[int], threads: list[int], repeats: int, se
 def to_markdown(r: dict[str, Any]) -> str:
     s = r["settings"]
     lines = [f"Default voice (controls {s['controls']}), seed {s['seed']}, median of {s['repeats']} runs after a "
-             f"warm-up, batch 1, {s['cpu_count']} CPU cores.", "",
+             f"warm-up, batch 1, {s['cpu_count']} CPU cores; load average (1, 5, 15 min) "
+             f"{tuple(round(x, 2) for x in s.get('load_average_before', ()))} before and "
+             f"{tuple(round(x, 2) for x in s.get('load_average_after', ()))} after the runs.", "",
              "Parity (onnxruntime vs eager torch, same ids and seed):", "",
              "| symbols | frames eager / onnx | mel max abs | wave max abs | wave relative RMS |", "|---|---|---|---|---|"]
     for p in r["parity"]:
@@ -132,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--lengths and --threads take comma-separated integers")
     if not lengths or not threads or min(lengths) < 1 or min(threads) < 1 or args.repeats < 1:
         p.error("--lengths, --threads and --repeats must be positive")
+    load_before = os.getloadavg()
     result = run(args.onnx_dir, lengths, threads, args.repeats, args.seed)
+    # on a shared machine the absolute times move with the load; both runtimes are timed back to back
+    result["settings"]["load_average_before"], result["settings"]["load_average_after"] = load_before, os.getloadavg()
     result["argv"] = ["python", "-m", "tts.benchmark", "onnx", *(argv if argv is not None else sys.argv[2:])]
     result["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if args.out is not None:
