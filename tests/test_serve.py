@@ -18,7 +18,9 @@ from tts.serve.batcher import Batcher, BatcherBusy, Job
 from tts.serve.formats import STREAMING_SIZE
 from tts.serve.testing import SpeechServer
 
-TEXT = "Hello there. How are you today? The server speaks each sentence as it is made."
+# three sentences of about the same length: the batcher (--max-pad-ratio) puts them in one batch, as
+# Synthesizer.synthesize does
+TEXT = "The first sentence comes here. The second sentence comes next. The third sentence comes last."
 LSB = 1 / 32767
 
 
@@ -40,8 +42,8 @@ def speech(server, timeout=60.0, **body):
 
 
 def test_formats_decode_to_the_synthesizers_audio(server, voice):
-    """Alone on the server, a request's parts form one batch as in Synthesizer.synthesize: the same samples
-    (to 16-bit rounding)."""
+    """Alone on the server, a request whose parts form one batch (as in Synthesizer.synthesize) has the same
+    samples (to 16-bit rounding)."""
     want = voice.synthesize(TEXT).samples
     wav = speech(server, input=TEXT, response_format="wav")
     assert wav.status_code == 200 and wav.headers["content-type"] == "audio/wav"

@@ -201,7 +201,7 @@ def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimit
                                 "send it in several requests", "input", "input_too_long")
 
     @app.post("/v1/audio/speech")
-    async def speech(req: SpeechIn, request: Request):
+    async def speech(req: SpeechIn):
         check(req)
         speed = None if req.speed == 1.0 else req.speed  # 1.0 = the voice's own rate, as with no control
         loop = asyncio.get_running_loop()
@@ -244,8 +244,9 @@ def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimit
 
         def chunk(k: int, wave) -> bytes:
             """Part k with the pause before it (a SerialWorker's pieces carry their pauses already)."""
-            pause = np.zeros(int(utt.parts[k].pause_s * sample_rate) if utt is not None else 0, np.float32)
-            return encoder.piece(np.concatenate([pause, np.asarray(wave, dtype=np.float32)]))
+            if utt is None:
+                return encoder.piece(np.asarray(wave, dtype=np.float32))
+            return encoder.piece(np.concatenate([voice.synth.silence(utt.parts[k].pause_s).numpy(), wave.numpy()]))
 
         async def body():
             # an error after the status line is raised: uvicorn then drops the connection without the final
