@@ -174,6 +174,18 @@ def test_concurrent_requests_are_batched_and_sound_as_alone(server, voice):
         assert 10 * np.log10(np.sum(alone**2) / np.sum((got - alone) ** 2)) > 40  # SNR of the difference
 
 
+def test_first_audio_timeout_is_503_and_the_rate_limit_429():
+    """A server whose first-audio timeout no synthesis can meet answers 503 (busy, retry), and a client over
+    its requests per minute gets 429; /health is not rate limited."""
+    with SpeechServer("--first-audio-timeout", "0.001", "--rate-limit", "3") as server:
+        for _ in range(3):
+            r = speech(server, input="This takes longer than a millisecond.")
+            assert r.status_code == 503 and r.json()["error"]["code"] == "busy", r.text
+        r = speech(server, input="One too many.")
+        assert r.status_code == 429 and r.headers["retry-after"]
+        assert httpx.get(server.url + "/health").status_code == 200
+
+
 # --- the batcher in-process ---------------------------------------------------------------------------------
 def _collect(batcher, utt):
     got, done = {}, threading.Event()
