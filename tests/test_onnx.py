@@ -153,6 +153,9 @@ def test_a_stale_export_is_detected(exported: Path, tmp_path: Path):
     stale = tmp_path / "stale"
     shutil.copytree(exported, stale)
     manifest = json.loads((stale / MANIFEST).read_text())
+    manifest["sources"]["acoustic"]["mtime_ns"] = 1  # another file time (a checkout): same bytes, still current
+    (stale / MANIFEST).write_text(json.dumps(manifest))
+    assert export_is_current(stale)
     manifest["sources"]["acoustic"]["sha256"] = "0" * 64  # as if nar.pt had been re-released since
     (stale / MANIFEST).write_text(json.dumps(manifest))
     assert not export_is_current(stale)

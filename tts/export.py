@@ -46,6 +46,13 @@ OPSET = 17
 GRAPHS = ("acoustic_encoder", "acoustic_decoder", "refiner_velocity", "vocoder_network")
 
 
+def file_entry(file: str | Path, **extra: Any) -> dict[str, Any]:
+    """A manifest's record of a file: sha256 (the identity) plus size and mtime_ns (a runtime that finds both
+    unchanged skips hashing; tts.onnx_runtime.file_matches)."""
+    st = Path(file).stat()
+    return {**extra, "sha256": sha256_file(file), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
 def sha256_file(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -110,6 +117,14 @@ class VocoderNetwork(nn.Module):
         p = self.vocoder.frame_params(mel)
         return torch.cat([p.f0_logits, p.voicing_logits[:, None], p.harmonic_cepstrum.transpose(1, 2),
                           p.noise_cepstrum.transpose(1, 2)], dim=1)
+
+
+def _portable(path: Path) -> str:
+    """A source's path relative to the repository when inside it (the checkout may move), else absolute."""
+    from tts.paths import REPO_ROOT
+
+    path = Path(path).resolve()
+    return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 @dataclass
@@ -203,10 +218,10 @@ def export(out_dir: str | Path, acoustic: str | Path | None = None, vocoder: str
             "cutoff_hz": syn.cutoff_hz, "seed": syn.seed,
         },
         "sources": {
-            "acoustic": {"path": str(acoustic_path), "sha256": sha256_file(acoustic_path)},
-            "vocoder": {"name": vocoder_name, "path": str(vocoder_file), "sha256": sha256_file(vocoder_file)},
+            "acoustic": file_entry(acoustic_path, path=_portable(acoustic_path)),
+            "vocoder": file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file)),
         },
-        "graphs": {name: {"file": f"{name}.onnx", "sha256": sha256_file(out / f"{name}.onnx")} for name in GRAPHS},
+        "graphs": {name: {"file": f"{name}.onnx", **file_entry(out / f"{name}.onnx")} for name in GRAPHS},
         "exporter": {"torch": torch.__version__, "opset": OPSET},
     }
     tmp = out / f".{MANIFEST}.tmp"

@@ -314,9 +314,24 @@ def read_manifest(onnx_dir: str | Path, verify: bool = True) -> dict[str, Any]:
         graph = folder / entry["file"]
         if not graph.is_file():
             raise OnnxExportError(f"ONNX graph {graph} is missing: {fix}")
-        if verify and _sha256(graph) != entry["sha256"]:
+        if verify and not file_matches(graph, entry):
             raise OnnxExportError(f"ONNX graph {graph} does not match its manifest hash (corrupt or replaced): {fix}")
     return manifest
+
+
+def file_matches(path: Path, entry: dict[str, Any]) -> bool:
+    """Is `path` the file a manifest entry recorded (sha256, and size / mtime_ns when recorded)?  An unchanged
+    size and mtime is taken as the same file without hashing (hashing the 50 MB of an export and its sources
+    costs ~0.1 s of every start); a changed mtime (a copy, a checkout) falls back to the sha256."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    if "size" in entry and st.st_size != entry["size"]:
+        return False
+    if "size" in entry and entry.get("mtime_ns") == st.st_mtime_ns:
+        return True
+    return _sha256(path) == entry["sha256"]
 
 
 def _sha256(path: Path) -> str:
@@ -334,11 +349,10 @@ def export_is_current(onnx_dir: str | Path) -> bool:
         manifest = read_manifest(onnx_dir, verify=False)
     except OnnxExportError:
         return False
-    for source in manifest.get("sources", {}).values():
-        path = Path(source["path"])
-        if not path.is_file() or _sha256(path) != source["sha256"]:
-            return False
-    return True
+    from tts.paths import REPO_ROOT
+
+    # relative source paths are the repository's (tts.export records them so: the checkout may move)
+    return all(file_matches(REPO_ROOT / source["path"], source) for source in manifest.get("sources", {}).values())
 
 
 def fix_mmap_threshold(threshold: int = 128 * 1024) -> None:
