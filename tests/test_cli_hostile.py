@@ -396,12 +396,11 @@ def test_audio_is_streamed_as_made_and_equals_the_whole_wave(ckpts, tmp_path: Pa
 
 
 def test_memory_does_not_grow_with_the_document(tmp_path: Path):
-    """Item 13: the same paragraph 2 and 16 times through the real CLI in fresh processes. The longest
-    batch is the same in both, so the peak may grow only by per-document bookkeeping, not by the audio:
-    keeping the longer document's audio even once as float32 would add `audio_float32_mb`."""
+    """Item 13: one paragraph 16 times through the real CLI in a fresh process, its heap (RssAnon) sampled
+    every 10 ms. Keeping the audio would grow the heap by a third of the audio between the run's first and
+    last thirds; writing it as it is made leaves the heap flat after the first batches."""
     from tts.bench.document_memory import measure
 
-    short, long = measure(2, workdir=tmp_path), measure(16, workdir=tmp_path)
-    extra_audio_mb = long.audio_float32_mb - short.audio_float32_mb
-    assert extra_audio_mb > 20, f"the long document should be long: {long}"
-    assert long.peak_rss_mb - short.peak_rss_mb < extra_audio_mb, (short, long)
+    run = measure(16, workdir=tmp_path, runtime="torch")
+    assert run.audio_float32_mb > 20, f"the document should be long: {run}"
+    assert run.anon_growth_mb < run.audio_float32_mb / 3, run

@@ -1,13 +1,14 @@
 """Peak memory of the CLI against the length of the document (issue: memory must not grow with the text).
 
-    python -m tts.bench.document_memory [--repeats 2 24] [--acoustic nar] [--threads 1]
+    python -m tts.bench.document_memory [--repeats 2 24] [--acoustic nar] [--threads 1] [--runtime torch]
 
 Each size runs `python -m tts.synthesize` in a fresh process on one fixed paragraph repeated R times and
 reads that process's RSS high-water mark (VmHWM) when it ends. Repeating one paragraph keeps the longest
 sentence, hence the largest batch, the same at every size, so any growth of the peak is memory that
 scales with the document (audio kept, per-sentence state), not a larger batch. The audio is written as
 it is made (Synthesizer.synthesize(sink=...)); holding it all would add at least 4 bytes per sample
-(`audio_float32_mb` below) to the peak of the longer document.
+(`audio_float32_mb` below) to the peak heap (`peak_anon_mb`, sampled by this process) of the longer
+document.
 """
 
 from __future__ import annotations
@@ -47,30 +48,62 @@ class DocumentPeak:
     text_bytes: int
     audio_s: float
     audio_float32_mb: float  # what keeping the whole wave once as float32 would cost
-    peak_rss_mb: float
+    peak_rss_mb: float  # the child's VmHWM: what a user sees, but it counts file-backed pages (model
+    #                     files, libraries) that the kernel may or may not keep resident: +-25 MB noise
+    peak_anon_mb: float  # highest RssAnon sampled every 10 ms: the heap alone; its level varies +-25 MB
+    #                      from run to run (where the first batches leave the allocator), so runs are
+    #                      compared by the growth *within* one run:
+    anon_growth_mb: float  # max RssAnon over the run's last third - max over its first third; audio kept
+    #                        would grow it by >= 1/3 of audio_float32_mb (a third of the audio is made in between)
     wall_s: float
 
 
-def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path | None = None) -> DocumentPeak:
+def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path | None = None,
+            runtime: str = "torch", extra: tuple[str, ...] = ()) -> DocumentPeak:
+    """One fresh CLI run on PARAGRAPH * repeats; `extra`: more CLI options (e.g. --speed)."""
     import time
 
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         text = Path(tmp) / "doc.txt"
         text.write_text(PARAGRAPH * repeats, encoding="utf-8")
         out = Path(tmp) / "doc.wav"
+        err = Path(tmp) / "stderr.txt"
         t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-c", _PROBE, "--threads", str(threads), "--model", acoustic, "--text-file", str(text),
-             "--out", str(out)], capture_output=True, text=True, env=_env(threads))
+        with open(err, "w") as err_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _PROBE, "--threads", str(threads), "--model", acoustic, "--runtime", runtime, *extra,
+                 "--text-file", str(text), "--out", str(out)], stdout=subprocess.DEVNULL, stderr=err_file,
+                env=_env(threads))
+            series: list[tuple[float, int]] = []  # (seconds since start, RssAnon kB)
+            while proc.poll() is None:
+                series.append((time.perf_counter() - t0, _rss_anon_kb(proc.pid)))
+                time.sleep(0.01)
         wall = time.perf_counter() - t0
+        anon_kb = max((kb for _, kb in series), default=0)
+        end = series[-1][0] if series else 0.0
+        first = max((kb for t, kb in series if t <= end / 3), default=0)
+        last = max((kb for t, kb in series if t >= 2 * end / 3), default=0)
+        stderr = err.read_text()
         if proc.returncode != 0:
-            raise RuntimeError(f"tts.synthesize exited {proc.returncode}: {proc.stderr[-2000:]}")
-        peak_kb = next(int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("PEAK_KB "))
+            raise RuntimeError(f"tts.synthesize exited {proc.returncode}: {stderr[-2000:]}")
+        peak_kb = next(int(line.split()[1]) for line in stderr.splitlines() if line.startswith("PEAK_KB "))
         info = sf.info(str(out))
         return DocumentPeak(repeats=repeats, text_bytes=len(PARAGRAPH.encode()) * repeats,
                             audio_s=round(info.frames / info.samplerate, 2),
                             audio_float32_mb=round(info.frames * 4 / 2**20, 2), peak_rss_mb=round(peak_kb / 1024, 1),
+                            peak_anon_mb=round(anon_kb / 1024, 1), anon_growth_mb=round((last - first) / 1024, 1),
                             wall_s=round(wall, 2))
+
+
+def _rss_anon_kb(pid: int) -> int:
+    """The process's resident anonymous memory (kB), 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _env(threads: int) -> dict[str, str]:
@@ -84,14 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, nargs="+", default=[2, 24], help="paragraph repeats, one run each")
     ap.add_argument("--acoustic", default="nar", choices=["nar", "ar"])
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--runtime", default="torch", choices=["torch", "onnx", "auto"], help="the CLI's --runtime")
     args = ap.parse_args(argv)
-    rows = [measure(r, args.acoustic, args.threads) for r in args.repeats]
+    rows = [measure(r, args.acoustic, args.threads, runtime=args.runtime) for r in args.repeats]
     for row in rows:
         print(json.dumps(asdict(row)))
     first, last = rows[0], rows[-1]
     print(f"peak RSS {first.peak_rss_mb:.1f} MB for {first.audio_s:.0f} s of audio, {last.peak_rss_mb:.1f} MB for "
-          f"{last.audio_s:.0f} s: growth {last.peak_rss_mb - first.peak_rss_mb:+.1f} MB while the extra audio alone "
-          f"is {last.audio_float32_mb - first.audio_float32_mb:.1f} MB as float32")
+          f"{last.audio_s:.0f} s; within the longer run the heap grew {last.anon_growth_mb:+.1f} MB from its first to "
+          f"its last third, while keeping its audio would grow it by >= {last.audio_float32_mb / 3:.1f} MB")
     return 0
 
 
