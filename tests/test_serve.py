@@ -81,6 +81,20 @@ def test_audio_streams_as_sentences_are_made(server):
     assert sum(n for t, n in arrivals if t <= first_end + 0.01) < total
 
 
+def test_a_client_that_goes_away_stops_its_synthesis(server):
+    # 48 parts of the same length, slow speech (4x the frames): 6 batches of 8 take seconds, while the
+    # server notices the hang-up at its next write (after the next batch)
+    text = " ".join(f"Number {i}." for i in range(10, 58))
+    before = httpx.get(server.url + "/health").json()["batches"]["parts"]
+    with httpx.stream("POST", server.url + "/v1/audio/speech", timeout=60, json={
+            "model": "tts-1", "voice": "default", "input": text, "response_format": "pcm", "speed": 0.25}) as r:
+        assert r.status_code == 200 and int(r.headers["x-parts"]) == 48
+        next(r.iter_raw())  # the first part, then the client hangs up
+    time.sleep(3)
+    spoken = httpx.get(server.url + "/health").json()["batches"]["parts"] - before
+    assert 0 < spoken < 48
+
+
 BAD = [
     ({"model": "nope", "input": "Hi.", "voice": "default"}, 400, "model"),
     ({"model": "tts-1", "input": "Hi.", "voice": "alloy"}, 400, "voice"),
