@@ -278,3 +278,17 @@ def test_onnx_runtime_server():
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "input"
         assert speech(server, input="Slower.", speed=0.5).status_code == 200
         assert httpx.get(server.url + "/health").json()["torch_loaded"] is False
+
+
+def test_server_start_errors_are_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from tts.paths import REPO_ROOT
+
+    run = [sys.executable, "-m", "tts.serve", "--port", "1"]
+    out = subprocess.run([*run, "--checkpoint", str(tmp_path / "missing.pt")], cwd=REPO_ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.startswith("error:") and "missing.pt" in out.stderr
+    out = subprocess.run([*run, "--max-batch", "0"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "--max-batch >= 1" in out.stderr

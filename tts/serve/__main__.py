@@ -6,7 +6,10 @@ import argparse
 import logging
 import sys
 
-from tts.serve.app import ServeLimits
+try:
+    from tts.serve.app import ServeLimits
+except ModuleNotFoundError as e:  # fastapi / uvicorn are the `web` extra
+    sys.exit(f"error: the speech server needs {e.name}: pip install -e '.[web]'")
 
 DEFAULTS = ServeLimits()
 
