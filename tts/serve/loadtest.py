@@ -5,8 +5,9 @@ the server's resident memory before, at its peak during and after the load, and 
 
     python -m tts.serve.loadtest --clients 50 --requests 20 --baseline --out docs/results/serve/loadtest.json
 
---baseline first runs the same load against a server with --max-batch 1 (one request's sentence at a time)
-and reports the throughput gain of dynamic batching against it.
+--baseline also runs the same load against a second server with --max-batch 1 (one sentence at a time) and
+reports the throughput gain of dynamic batching against it; with --rounds N the two servers' rounds
+alternate, so that both see the same machine load.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import statistics
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -78,63 +80,77 @@ async def _load(url: str, clients: int, requests: int, timeout_s: float) -> tupl
         return rows, time.perf_counter() - t0
 
 
-def run_load(max_batch: int, clients: int, requests: int, threads: int, batch_wait_ms: float,
-             timeout_s: float = 600.0, rounds: int = 1) -> dict:
-    """One server, `rounds` times the load one after another: the report over all of them, with the
-    server's memory after each round (a leak grows it round after round; a bounded server levels off)."""
-    args = ("--max-batch", str(max_batch), "--batch-wait-ms", str(batch_wait_ms), "--rate-limit", "0",
-            "--max-pending", str(max(256, 2 * clients)), "--first-audio-timeout", str(timeout_s),
-            "--request-timeout", str(timeout_s))
-    with SpeechServer(*args, threads=threads) as server:
+class ServerUnderLoad:
+    """One server (`max_batch`) and the load rounds run against it; a context manager.  Several can be up
+    at once so that their rounds interleave (--baseline): both settings then see the same machine load."""
+
+    def __init__(self, max_batch: int, clients: int, requests: int, threads: int, batch_wait_ms: float,
+                 timeout_s: float = 600.0) -> None:
+        self.max_batch, self.clients, self.requests, self.timeout_s = max_batch, clients, requests, timeout_s
+        self.server = SpeechServer("--max-batch", str(max_batch), "--batch-wait-ms", str(batch_wait_ms),
+                                   "--rate-limit", "0", "--max-pending", str(max(256, 2 * clients)),
+                                   "--first-audio-timeout", str(timeout_s), "--request-timeout", str(timeout_s),
+                                   threads=threads)
+        self.rows: list[dict] = []
+        self.wall = 0.0
+        self.after_each: list[int] = []
+        self._stop = threading.Event()
+
+    def __enter__(self) -> "ServerUnderLoad":
+        self.server.start()
         # one request first: the lazy parts of the first synthesis are not load
-        warm = httpx.post(server.url + "/v1/audio/speech", timeout=60,
+        warm = httpx.post(self.server.url + "/v1/audio/speech", timeout=60,
                           json={"model": "tts-1", "voice": "default", "input": TEXTS[0], "response_format": "pcm"})
         warm.raise_for_status()
-        sample_rate = int(warm.headers["x-sample-rate"])
-        rss_before = server.rss_bytes()
-        peak = [rss_before]
-        stop = threading.Event()
+        self.sample_rate = int(warm.headers["x-sample-rate"])
+        self.rss_before = self.peak = self.server.rss_bytes()
+        self._sampler = threading.Thread(target=self._sample_rss, daemon=True)
+        self._sampler.start()
+        return self
 
-        def sample_rss() -> None:
-            while not stop.wait(0.05):
-                try:
-                    peak[0] = max(peak[0], server.rss_bytes())
-                except (OSError, RuntimeError):
-                    return
+    def _sample_rss(self) -> None:
+        while not self._stop.wait(0.05):
+            try:
+                self.peak = max(self.peak, self.server.rss_bytes())
+            except (OSError, RuntimeError):
+                return
 
-        sampler = threading.Thread(target=sample_rss, daemon=True)
-        sampler.start()
-        rows, wall, after_each = [], 0.0, []
-        for _ in range(rounds):
-            more, took = asyncio.run(_load(server.url, clients, requests, timeout_s))
-            rows += more
-            wall += took
-            after_each.append(server.rss_bytes())
-        stop.set()
-        sampler.join()
-        rss_after = after_each[-1]
-        health = httpx.get(server.url + "/health", timeout=10).json()
-    good = [r for r in rows if r["error"] is None]
-    errors = [r for r in rows if r["error"] is not None]
-    audio_s = sum(r["bytes"] for r in good) / 2 / sample_rate
-    totals = [r["total_s"] for r in good]
-    firsts = [r["first_byte_s"] for r in good if r["first_byte_s"] is not None]
-    mib = 1 / 2**20
-    return {
-        "max_batch": max_batch, "clients": clients, "requests_per_client": requests, "rounds": rounds,
-        "requests": len(rows),
-        "errors": len(errors), "error_examples": sorted({r["error"] for r in errors})[:5],
-        "wall_s": round(wall, 3), "requests_per_s": round(len(good) / wall, 3),
-        "audio_s_per_s": round(audio_s / wall, 3), "audio_s": round(audio_s, 2),
-        "total_s": {"p50": round(percentile(totals, 50), 4), "p95": round(percentile(totals, 95), 4),
-                    "max": round(max(totals, default=float("nan")), 4)},
-        "first_byte_s": {"p50": round(percentile(firsts, 50), 4), "p95": round(percentile(firsts, 95), 4),
-                         "max": round(max(firsts, default=float("nan")), 4)},
-        "server_rss_mib": {"before": round(rss_before * mib, 1), "peak": round(peak[0] * mib, 1),
-                           "after": round(rss_after * mib, 1),
-                           "after_each_round": [round(b * mib, 1) for b in after_each]},
-        "batches": health["batches"],
-    }
+    def round(self) -> None:
+        """The whole load once: `clients` concurrent clients, `requests` requests each."""
+        rows, took = asyncio.run(_load(self.server.url, self.clients, self.requests, self.timeout_s))
+        self.rows += rows
+        self.wall += took
+        self.after_each.append(self.server.rss_bytes())
+
+    def report(self) -> dict:
+        """Over all rounds so far, with the server's memory after each (a leak grows it round after round;
+        a bounded server levels off)."""
+        health = httpx.get(self.server.url + "/health", timeout=10).json()
+        good = [r for r in self.rows if r["error"] is None]
+        errors = [r for r in self.rows if r["error"] is not None]
+        audio_s = sum(r["bytes"] for r in good) / 2 / self.sample_rate
+        totals = [r["total_s"] for r in good]
+        firsts = [r["first_byte_s"] for r in good if r["first_byte_s"] is not None]
+        mib = 1 / 2**20
+        return {
+            "max_batch": self.max_batch, "clients": self.clients, "requests_per_client": self.requests,
+            "rounds": len(self.after_each), "requests": len(self.rows),
+            "errors": len(errors), "error_examples": sorted({r["error"] for r in errors})[:5],
+            "wall_s": round(self.wall, 3), "requests_per_s": round(len(good) / self.wall, 3),
+            "audio_s_per_s": round(audio_s / self.wall, 3), "audio_s": round(audio_s, 2),
+            "total_s": {"p50": round(percentile(totals, 50), 4), "p95": round(percentile(totals, 95), 4),
+                        "max": round(max(totals, default=float("nan")), 4)},
+            "first_byte_s": {"p50": round(percentile(firsts, 50), 4), "p95": round(percentile(firsts, 95), 4),
+                             "max": round(max(firsts, default=float("nan")), 4)},
+            "server_rss_mib": {"before": round(self.rss_before * mib, 1), "peak": round(self.peak * mib, 1),
+                               "after": round(self.after_each[-1] * mib, 1),
+                               "after_each_round": [round(b * mib, 1) for b in self.after_each]},
+            "batches": health["batches"],
+        }
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self.server.stop()
 
 
 def to_markdown(report: dict) -> str:
@@ -178,12 +194,17 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"command": "python -m tts.serve.loadtest " + " ".join(sys.argv[1:] if argv is None else argv),
                     "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
                     "texts": list(TEXTS)}
-    if args.baseline:
-        report["one_at_a_time"] = run_load(1, args.clients, args.requests, args.threads, args.batch_wait_ms,
-                                           rounds=args.rounds)
-        print(json.dumps(report["one_at_a_time"]), file=sys.stderr, flush=True)
-    report["batched"] = run_load(args.max_batch, args.clients, args.requests, args.threads, args.batch_wait_ms,
-                                 rounds=args.rounds)
+    settings = {"one_at_a_time": 1, "batched": args.max_batch} if args.baseline else {"batched": args.max_batch}
+    with ExitStack() as stack:
+        servers = {name: stack.enter_context(ServerUnderLoad(max_batch, args.clients, args.requests, args.threads,
+                                                             args.batch_wait_ms))
+                   for name, max_batch in settings.items()}
+        for _ in range(args.rounds):  # interleaved: round r of each setting, then round r + 1
+            for name, server in servers.items():
+                server.round()
+                print(f"{name}: round {len(server.after_each)} done", file=sys.stderr, flush=True)
+        for name, server in servers.items():
+            report[name] = server.report()
     if args.baseline:
         base, batched = report["one_at_a_time"], report["batched"]
         report["throughput_gain"] = round(batched["requests_per_s"] / base["requests_per_s"], 3)
