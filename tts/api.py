@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 RUNTIMES = ("torch", "onnx")
-ONNX_MISSING = "ONNX runtime not available: run python -m tts.export"
 
 
 @dataclass(frozen=True)
@@ -123,8 +122,9 @@ def load(model: str | None = None, *, checkpoint: str | Path | None = None, voco
                              "give no model, checkpoint, vocoder or device")
         try:
             from tts.onnx_runtime import DEFAULT_ONNX_DIR, OnnxSynthesizer
-        except ImportError as e:  # onnxruntime not installed
-            raise RuntimeError(f"{ONNX_MISSING} ({e})") from e
+        except ImportError as e:  # onnxruntime not installed (a base dependency: a broken environment)
+            raise RuntimeError(f"ONNX runtime not available ({e}): pip install -e . (onnxruntime), then "
+                               "python -m tts.export") from e
         synth = OnnxSynthesizer.load(onnx_dir or DEFAULT_ONNX_DIR, threads=threads or 1)
         return Voice(synth, "onnx:" + Path(onnx_dir or DEFAULT_ONNX_DIR).name, "onnx")
     import torch
