@@ -25,8 +25,8 @@ from tts import checkpoint
 from tts.errors import CheckpointError, SynthesisError
 # the torch-free rules, shared with the ONNX runtime (tts.onnx_runtime), re-exported here
 from tts.inference_text import (  # noqa: F401
-    CLAUSE_PAUSE_S, CONTROL_RANGES, DEFAULTS_FILE, _short, check_controls, shipped_controls, shipped_defaults,
-    split_clause, with_final_stop)
+    CLAUSE_PAUSE_S, CONTROL_RANGES, DEFAULTS_FILE, Part, _short, check_controls, encode_splitting, prepare_parts,
+    shipped_controls, shipped_defaults, split_clause, with_final_stop)
 from tts.models.layers.alignment import ARFailure
 from tts.models.outputs import MelOutput
 from tts.models.refiner import item_noise_seed
@@ -145,16 +145,6 @@ class SystemSpec:
         """`synth.synthesize_items` with this system's controls (synth from `self.synthesizer()`)."""
         return synth.synthesize_items(texts, seed=seed, indices=indices, refine_steps=self.refine_steps,
                                       temperature=self.temperature, block_frames=self.block_frames)
-
-
-@dataclass
-class Part:
-    """One token sequence of a text being spoken: a sentence, or a clause part of a sentence too long for the
-    model (`Synthesizer.prepare`)."""
-
-    text: str
-    ids: list[int]
-    pause_s: float  # silence before it: 0 first, CLAUSE_PAUSE_S inside a sentence, the sentence pause otherwise
 
 
 @dataclass
@@ -397,24 +387,9 @@ class Synthesizer:
     def prepare(self, text: str) -> tuple[list["Part"], list[str]]:
         """THE text stage: `text` -> the parts to speak (sentences; a sentence over the frontend's max_symbols
         cut at clause boundaries, its parts joined by CLAUSE_PAUSE_S instead of the sentence pause) and notes.
-        A sentence with nothing speakable is skipped with a note; UnspeakableTextError when none is left."""
-        parts: list[Part] = []
-        notes: list[str] = []
-        errors: list[TextError] = []
-        for s in split_sentences(text) or [text]:
-            try:
-                pieces_of_s = self._encode_splitting(with_final_stop(s))
-            except UnspeakableTextError as e:  # e.g. a sentence of only symbols: skip it, keep the rest
-                errors.append(e)
-                notes.append(f"skipped unspeakable sentence {s!r}")
-                continue
-            if len(pieces_of_s) > 1:
-                notes.append(f"split a long sentence into {len(pieces_of_s)} parts at clause boundaries: {_short(s)!r}")
-            for j, (piece, ids) in enumerate(pieces_of_s):
-                parts.append(Part(piece, ids, 0.0 if not parts else CLAUSE_PAUSE_S if j else self.pause_s))
-        if not parts:
-            raise errors[0] if errors else UnspeakableTextError(f"nothing speakable in {text!r}")
-        return parts, notes
+        A sentence with nothing speakable is skipped with a note; UnspeakableTextError when none is left.
+        (tts.inference_text.prepare_parts: the same for the ONNX runtime.)"""
+        return prepare_parts(text, self.encode, self.pause_s)
 
     def utterance(self, text: str, seed: int = 0, refine_steps: int | None = None, temperature: float | None = None,
                   speed: float | None = None, pitch_shift: float | None = None, ar_retries: int = 0,
@@ -511,21 +486,7 @@ class Synthesizer:
     def _encode_splitting(self, sentence: str) -> list[tuple[str, list[int]]]:
         """(text, ids) of `sentence`, cut at clause boundaries into as many parts as the frontend's
         max_symbols needs; a part with nothing speakable (a lone bracket) is dropped."""
-        try:
-            return [(sentence, self.encode(sentence))]
-        except TextTooLongError:
-            halves = split_clause(sentence)
-            if halves is None:
-                raise
-        parts: list[tuple[str, list[int]]] = []
-        for half in halves:
-            try:
-                parts += self._encode_splitting(half)
-            except UnspeakableTextError:
-                continue
-        if not parts:
-            raise UnspeakableTextError(sentence)
-        return parts
+        return encode_splitting(self.encode, sentence)
 
     def _speak(self, chunk: list[tuple[str, list[int]]], indices: list[int], runs: "_Run | Sequence[_Run]"
                ) -> list[torch.Tensor]:

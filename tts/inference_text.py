@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,65 @@ def split_clause(text: str) -> tuple[str, str] | None:
         return None
     middle = len(text) // 2
     return text[:middle].strip(), text[middle:].strip()
+
+
+@dataclass
+class Part:
+    """One token sequence of a text being spoken: a sentence, or a clause part of a sentence too long for the
+    model (`prepare_parts`)."""
+
+    text: str
+    ids: list[int]
+    pause_s: float  # silence before it: 0 first, CLAUSE_PAUSE_S inside a sentence, the sentence pause otherwise
+
+
+def encode_splitting(encode: Callable[[str], list[int]], sentence: str) -> list[tuple[str, list[int]]]:
+    """(text, ids) of `sentence`, cut at clause boundaries into as many parts as the frontend's max_symbols
+    needs (`encode` raises TextTooLongError); a part with nothing speakable (a lone bracket) is dropped."""
+    from tts.text.errors import TextTooLongError, UnspeakableTextError
+
+    try:
+        return [(sentence, encode(sentence))]
+    except TextTooLongError:
+        halves = split_clause(sentence)
+        if halves is None:
+            raise
+    parts: list[tuple[str, list[int]]] = []
+    for half in halves:
+        try:
+            parts += encode_splitting(encode, half)
+        except UnspeakableTextError:
+            continue
+    if not parts:
+        raise UnspeakableTextError(sentence)
+    return parts
+
+
+def prepare_parts(text: str, encode: Callable[[str], list[int]], pause_s: float) -> tuple[list[Part], list[str]]:
+    """THE text stage of both runtimes: `text` -> the parts to speak (sentences with a final stop; a sentence
+    over the frontend's max_symbols cut at clause boundaries, its parts joined by CLAUSE_PAUSE_S instead of the
+    sentence pause `pause_s`) and notes.  A sentence with nothing speakable is skipped with a note;
+    UnspeakableTextError when none is left."""
+    from tts.text import split_sentences
+    from tts.text.errors import TextError, UnspeakableTextError
+
+    parts: list[Part] = []
+    notes: list[str] = []
+    errors: list[TextError] = []
+    for s in split_sentences(text) or [text]:
+        try:
+            pieces_of_s = encode_splitting(encode, with_final_stop(s))
+        except UnspeakableTextError as e:  # e.g. a sentence of only symbols: skip it, keep the rest
+            errors.append(e)
+            notes.append(f"skipped unspeakable sentence {s!r}")
+            continue
+        if len(pieces_of_s) > 1:
+            notes.append(f"split a long sentence into {len(pieces_of_s)} parts at clause boundaries: {_short(s)!r}")
+        for j, (piece, ids) in enumerate(pieces_of_s):
+            parts.append(Part(piece, ids, 0.0 if not parts else CLAUSE_PAUSE_S if j else pause_s))
+    if not parts:
+        raise errors[0] if errors else UnspeakableTextError(f"nothing speakable in {text!r}")
+    return parts, notes
 
 
 _TERMINAL = ".!?\u2026"

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from tts.errors import CheckpointError, SynthesisError
-from tts.inference_text import CLAUSE_PAUSE_S, _short, check_controls, split_clause, with_final_stop
+from tts.inference_text import CLAUSE_PAUSE_S, _short, check_controls, encode_splitting, prepare_parts, split_clause
 from tts.paths import CHECKPOINT_DIR
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
@@ -530,28 +530,11 @@ class OnnxSynthesizer:
                    temperature: float | None = None, seed: int = 0,
                    sink: Callable[[np.ndarray], None] | None = None) -> SynthesisResult:
         """Synthesizer.synthesize's contract on this runtime (module docstring)."""
-        from tts.text import split_sentences
-        from tts.text.errors import TextError, UnspeakableTextError
-
         t0 = time.perf_counter()
         ctl = dict(refine_steps=refine_steps, temperature=temperature, speed=speed, pitch_shift=pitch_shift)
         self.controls(**ctl)  # out of range: before any work
-        parts: list[tuple[str, list[int], float]] = []  # (text, ids, pause before it)
-        notes: list[str] = []
-        errors: list[TextError] = []
-        for s in split_sentences(text) or [text]:
-            try:
-                pieces = self._encode_splitting(with_final_stop(s))
-            except UnspeakableTextError as e:
-                errors.append(e)
-                notes.append(f"skipped unspeakable sentence {s!r}")
-                continue
-            if len(pieces) > 1:
-                notes.append(f"split a long sentence into {len(pieces)} parts at clause boundaries: {_short(s)!r}")
-            for j, (piece, ids) in enumerate(pieces):
-                parts.append((piece, ids, 0.0 if not parts else CLAUSE_PAUSE_S if j else self.pause_s))
-        if not parts:
-            raise errors[0] if errors else UnspeakableTextError(f"nothing speakable in {text!r}")
+        prepared, notes = prepare_parts(text, self.encode, self.pause_s)  # the torch runtime's own text stage
+        parts = [(p.text, p.ids, p.pause_s) for p in prepared]
         timings = Timings(text_s=time.perf_counter() - t0)
         next_index = len(parts)  # item indices of parts spoken again start past the sentence stream
         pieces_out: list[np.ndarray] = []
@@ -594,7 +577,7 @@ class OnnxSynthesizer:
         pieces: list[np.ndarray] = []
         for part in texts:
             try:
-                encoded = self._encode_splitting(part)
+                encoded = encode_splitting(self.encode, part)
             except UnspeakableTextError:
                 continue
             for text, ids in encoded:
@@ -605,23 +588,3 @@ class OnnxSynthesizer:
                     wave, next_index = self._speak_parts(halves, seed, ctl, next_index)
                 pieces += [wave, np.zeros(int(CLAUSE_PAUSE_S * self.sample_rate), dtype=np.float32)]
         return (np.concatenate(pieces[:-1]) if pieces else np.zeros(0, dtype=np.float32)), next_index
-
-    def _encode_splitting(self, sentence: str) -> list[tuple[str, list[int]]]:
-        """== Synthesizer._encode_splitting: cut at clause boundaries until the frontend accepts each part."""
-        from tts.text.errors import TextTooLongError, UnspeakableTextError
-
-        try:
-            return [(sentence, self.encode(sentence))]
-        except TextTooLongError:
-            halves = split_clause(sentence)
-            if halves is None:
-                raise
-        parts: list[tuple[str, list[int]]] = []
-        for half in halves:
-            try:
-                parts += self._encode_splitting(half)
-            except UnspeakableTextError:
-                continue
-        if not parts:
-            raise UnspeakableTextError(sentence)
-        return parts
