@@ -192,6 +192,8 @@ def to_markdown(r: dict[str, Any]) -> str:
     m = r["machine"]
     lines = [f"# Block-wise NAR: the curve over B ({m.get('threads')} thread(s), vocoder {r['vocoder']})", "",
              f"Command: `python -m tts.benchmark {' '.join(r['argv'])}`", ""]
+    if r.get("quality_argv"):
+        lines += [f"Quality joined by: `python -m tts.benchmark {' '.join(r['quality_argv'])}`", ""]
     names = list(r["systems"])
     lengths = sorted({row["symbols"] for row in r["speed"] if row["symbols"] != "paragraph"})
     head = ["system", "B"]
@@ -282,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quality", nargs="+", help="recipes.evaluate report.json file(s) with the same systems")
     p.add_argument("--memory-repeats", type=parse_ints, default=None,
                    help="also measure --stream's peak RSS on tts.bench.document_memory's paragraph x R, e.g. 2,12")
+    p.add_argument("--speed-from", help="a blocks.json measured before: join --quality to it without measuring again")
     p.add_argument("--block-prefix", default="nar_block", help="the block systems' name prefix in --quality")
     p.add_argument("--out", default="benchmark_blocks")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -289,7 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.threads < 1 or any(b < 0 for b in args.blocks):
         p.error("--repeats and --threads must be >= 1 and block sizes >= 0")
     args.argv = ["blocks", *argv]
-    result = run(args)
+    if args.speed_from:  # only (re)join the quality reports to speed figures measured before
+        result = json.loads(Path(args.speed_from).read_text())
+        result["quality"] = read_quality([Path(q) for q in args.quality or []], list(result["systems"]), args.block_prefix)
+        result["quality_argv"] = args.argv
+    else:
+        result = run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "blocks.json").write_text(json.dumps(result, indent=1))
