@@ -24,6 +24,18 @@ TEXT = "The first sentence comes here. The second sentence comes next. The third
 LSB = 1 / 32767
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """One torch thread here (and in the server): the server and this process then use the 2 cores without
+    oversubscribing them, and both round floats alike (the server's audio is compared with this process's)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def voice():
     return load()
@@ -31,8 +43,8 @@ def voice():
 
 @pytest.fixture(scope="module")
 def server():
-    # 2 torch threads as in this process (conftest): the same float rounding as the in-process Synthesizer
-    with SpeechServer("--max-chars", "600", "--rate-limit", "0", threads=2) as s:
+    # 1 torch thread as in this process (_one_thread): the same float rounding as the in-process Synthesizer
+    with SpeechServer("--max-chars", "600", "--rate-limit", "0", threads=1) as s:
         yield s
 
 
