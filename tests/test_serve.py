@@ -258,7 +258,7 @@ def test_batcher_refuses_past_its_queue_and_drops_cancelled_jobs(voice):
         utt = synth.utterance("A. B. C.")
         live, got2, done2 = _collect(batcher, synth.utterance("Still spoken."))
         with batcher.cond:  # the worker cannot take anything while we hold the lock
-            job, got, done = _collect(batcher, utt)
+            job, got, _ = _collect(batcher, utt)
             batcher.jobs.append(job)
             with pytest.raises(BatcherBusy, match="limit 1"):
                 batcher.submit(live)

@@ -3,8 +3,8 @@ it stream (Web Audio plays each piece as it arrives; the page's clock and state 
 wav, and see a bad request's message."""
 
 import pytest
-
 from test_listening_browser import CHROMIUM, browser
+
 from tts.serve.testing import SpeechServer
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed: run scripts/setup_browser.sh")

@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import platform
-import statistics
 import sys
 import threading
 import time
