@@ -190,7 +190,10 @@ def read_quality(reports: list[Path], names: list[str], block_prefix: str) -> di
 
 def to_markdown(r: dict[str, Any]) -> str:
     m = r["machine"]
-    lines = [f"# Block-wise NAR: the curve over B ({m.get('threads')} thread(s), vocoder {r['vocoder']})", "",
+    load = ", ".join(f"{x:.1f}" for x in m.get("load_average_at_start", []))
+    lines = [f"# Block-wise NAR: the curve over B ({m.get('torch_threads')} thread(s), vocoder {r['vocoder']})", "",
+             f"Machine: {m.get('cpu_count')} cores ({m.get('cpu_model')}), load average at start {load} (1/5/15 min); "
+             "each time is the median of the runs after a warm-up.", "",
              f"Command: `python -m tts.benchmark {' '.join(r['argv'])}`", ""]
     if r.get("quality_argv"):
         lines += [f"Quality joined by: `python -m tts.benchmark {' '.join(r['quality_argv'])}`", ""]
