@@ -212,6 +212,22 @@ def test_first_audio_timeout_is_503_and_the_rate_limit_429():
         assert httpx.get(server.url + "/health").status_code == 200
 
 
+def test_a_response_past_the_request_timeout_is_cut_not_completed():
+    """Past --request-timeout the stream ends without its final chunk: the client sees an incomplete
+    response (an error), never a short answer that looks complete."""
+    text = " ".join(f"Number {i}." for i in range(10, 58))  # 48 slow parts: far more than 1 s of work
+    with SpeechServer("--request-timeout", "1", "--rate-limit", "0") as server:
+        received = 0
+        with pytest.raises(httpx.RemoteProtocolError):
+            with httpx.stream("POST", server.url + "/v1/audio/speech", timeout=60, json={
+                    "model": "tts-1", "voice": "default", "input": text, "response_format": "pcm",
+                    "speed": 0.25}) as r:
+                assert r.status_code == 200
+                for chunk in r.iter_raw():
+                    received += len(chunk)
+        assert received > 0
+
+
 # --- the batcher in-process ---------------------------------------------------------------------------------
 def _collect(batcher, utt):
     got, done = {}, threading.Event()

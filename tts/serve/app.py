@@ -21,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tts.api import Voice
@@ -118,26 +119,42 @@ class BodyLimit:
         return await self.app(scope, limited, send)
 
 
+class HeadersAndRateLimit:
+    """SECURITY_HEADERS on every response, and 429 for a client address over its requests per minute on
+    /v1/.  Plain ASGI, not @app.middleware("http"): that one re-wraps a streamed body and ends it normally
+    when the app fails mid-stream, so a cut response would reach the client looking complete."""
+
+    def __init__(self, app, limiter: RateLimiter | None) -> None:
+        self.app, self.limiter = app, limiter
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message).update(SECURITY_HEADERS)
+            await send(message)
+
+        client = scope["client"][0] if scope.get("client") else "?"
+        if self.limiter is not None and scope["path"].startswith("/v1/") and not self.limiter.allow("request", client):
+            resp = JSONResponse(error_body("too many requests from this address", code="rate_limited"),
+                                status_code=429, headers={"Retry-After": "10"})
+            return await resp(scope, receive, with_headers)
+        return await self.app(scope, receive, with_headers)
+
+
 def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimits = ServeLimits()) -> FastAPI:
     """The app over a loaded voice and its running batcher (the caller stops the batcher): a `Batcher` for
     the torch runtime, a `SerialWorker` for a runtime without `Synthesizer.speak` (ONNX)."""
     app = FastAPI(title="tts speech server", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
     limiter = RateLimiter({"request": (limits.requests_per_minute, 60.0)}) if limits.requests_per_minute else None
+    app.add_middleware(HeadersAndRateLimit, limiter=limiter)  # outermost: its headers go on every answer
     sample_rate = voice.sample_rate
     model_id = voice.name
     started = int(time.time())
 
-    @app.middleware("http")
-    async def headers_and_limits(request: Request, call_next):
-        client = request.client.host if request.client else "?"
-        if limiter is not None and request.url.path.startswith("/v1/") and not limiter.allow("request", client):
-            resp = JSONResponse(error_body("too many requests from this address", code="rate_limited"),
-                                status_code=429, headers={"Retry-After": "10"})
-        else:
-            resp = await call_next(request)
-        resp.headers.update(SECURITY_HEADERS)
-        return resp
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError):
