@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import re
 
-from num2words import num2words
+
+def num2words(number: int, **kwargs: str) -> str:
+    """num2words.num2words, imported on first use: ~20 ms of every start-up, and only text with numbers
+    needs it (tts.benchmark cold-start)."""
+    from num2words import num2words as convert
+
+    return convert(number, **kwargs)
+
 
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
