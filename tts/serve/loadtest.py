@@ -168,7 +168,8 @@ def to_markdown(report: dict) -> str:
                     f"| {rss['before']:.0f} / {rss['peak']:.0f} / {rss['after']:.0f} | {r['batches']['mean_batch']:.2f} |")
     if "throughput_gain" in report:
         rows.append(f"\nThroughput gain of dynamic batching: x{report['throughput_gain']:.2f} requests/s "
-                    f"({report['batched']['clients']} clients x {report['batched']['requests_per_client']} requests).")
+                    f"({report['batched']['clients']} clients x {report['batched']['requests_per_client']} requests"
+                    f" x {report['batched'].get('rounds', 1)} rounds).")
     return "\n".join(rows)
 
 
