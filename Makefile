@@ -4,9 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system browser venv demo test
+.PHONY: setup system browser venv onnx demo test
 
-setup: system venv
+setup: system venv onnx
 
 system:
 	bash scripts/setup_system.sh
@@ -23,6 +23,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev,eval,web,peers,export]"
 	touch $(STAMP)
+
+# The ONNX export of the default voice (derived from the committed checkpoints, a few seconds, not
+# committed): `--runtime auto`, the CLI's default, runs it without importing torch (the fast start).
+ONNX_MANIFEST := checkpoints/onnx/manifest.json
+onnx: $(ONNX_MANIFEST)
+
+$(ONNX_MANIFEST): $(STAMP) checkpoints/default.json checkpoints/nar.pt checkpoints/vocoder/source_filter.pt
+	$(PY) -m tts.export --out checkpoints/onnx
 
 # The main job: synthesise a sentence with the shipped default model.
 # Offline, with the checkpoints committed in checkpoints/ (default model: checkpoints/default.json).
