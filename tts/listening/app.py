@@ -37,10 +37,20 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Optional
 
-from fastapi import Cookie, Depends, FastAPI, Header, HTTPException, Path as PathParam, Query, Request
+from fastapi import Cookie, Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tts.web_limits import BodyLimit
 
 from . import db as dbm
 from .build import hash_invite, load_test
@@ -105,40 +115,6 @@ class RateLimiter:
         return ok
 
 
-class _BodyTooLarge(HTTPException):
-    def __init__(self):
-        super().__init__(413, f"request body over {MAX_BODY_BYTES} bytes")
-
-
-class BodyLimit:
-    """413 for bodies over MAX_BODY_BYTES, by Content-Length and while reading (chunked bodies), so a
-    huge request is never buffered."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            resp = JSONResponse({"detail": f"request body over {MAX_BODY_BYTES} bytes"}, status_code=413,
-                                headers={**SECURITY_HEADERS, "Connection": "close"})
-            return await resp(scope, receive, send)
-        seen = 0
-
-        async def limited():
-            nonlocal seen
-            msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > MAX_BODY_BYTES:
-                    raise _BodyTooLarge()
-            return msg
-
-        return await self.app(scope, limited, send)
-
-
 def layout_for(test: dict, rater_id: str) -> list[tuple[str, bool]]:
     """The rater's item order and, per A/B item, whether the sides are swapped (deterministic).
 
@@ -180,7 +156,8 @@ def create_app(test_dir: Path | str, db_path: Path | str, admin_token: str | Non
         raise ValueError(f"admin token too short: at least {MIN_ADMIN_TOKEN_CHARS} characters (128 bits)")
     dbm.init_db(db_path, test["test_id"])
     app = FastAPI(title="tts listening test", docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(BodyLimit)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, too_large=lambda message: JSONResponse(
+        {"detail": message}, status_code=413, headers={**SECURITY_HEADERS, "Connection": "close"}))
     app.state.test = test
     limiter = RateLimiter({"session": (sessions_per_hour, 3600.0), "request": (requests_per_minute, 60.0),
                            "admin": (10.0, 60.0)})

@@ -37,6 +37,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_healthy(proc: subprocess.Popen, url: str, timeout: float, output) -> None:
+    """Poll `url` until it answers 200; a server that exits first, or does not answer within `timeout`
+    seconds, is a RuntimeError carrying its `output` (the pipe its stdout/stderr went to)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {output.read().decode(errors='replace')}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not start in time")
+
+
 class ServerProcess:
     """`python -m tts.listening serve` in a subprocess; .kill() sends SIGKILL (no clean shutdown)."""
 
@@ -54,17 +69,12 @@ class ServerProcess:
             [sys.executable, "-m", "tts.listening", "serve", "--test", str(self.test_dir), "--db", str(self.db),
              "--host", "127.0.0.1", "--port", str(self.port), *self.extra_args],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.proc.stdout.read().decode(errors='replace')}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("server did not start in time")
+        try:
+            wait_until_healthy(self.proc, self.url + "/healthz", timeout, self.proc.stdout)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def admin_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}

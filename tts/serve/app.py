@@ -30,6 +30,7 @@ from tts.serve.batcher import Batcher, BatcherBusy, Job, SerialJob, SerialWorker
 from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder
 from tts.serve.page import page_html
 from tts.text.errors import TextError
+from tts.web_limits import BodyLimit
 
 MODEL_ALIASES = ("tts-1", "tts-1-hd")  # OpenAI's model names, accepted for client compatibility
 VOICES = ("default",)  # one voice per server: the loaded one
@@ -90,35 +91,6 @@ def error_body(message: str, param: str | None = None, code: str | None = None,
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-class BodyLimit:
-    """413 for bodies over `limit` bytes, by Content-Length and while reading (chunked bodies), so a huge
-    request is never buffered (the listening server's rule, with this server's limit and error shape)."""
-
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        too_big = JSONResponse(error_body(f"request body over {self.limit} bytes", code="body_too_large"),
-                               status_code=413, headers={**SECURITY_HEADERS, "Connection": "close"})
-        length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
-            return await too_big(scope, receive, send)
-        seen = 0
-
-        async def limited():
-            nonlocal seen
-            msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > self.limit:  # an HTTPException: FastAPI's body parsing passes it on (not a 400)
-                    raise StarletteHTTPException(413, f"request body over {self.limit} bytes")
-            return msg
-
-        return await self.app(scope, limited, send)
-
-
 class HeadersAndRateLimit:
     """SECURITY_HEADERS on every response, and 429 for a client address over its requests per minute on
     /v1/.  Plain ASGI, not @app.middleware("http"): that one re-wraps a streamed body and ends it normally
@@ -148,7 +120,9 @@ def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimit
     """The app over a loaded voice and its running batcher (the caller stops the batcher): a `Batcher` for
     the torch runtime, a `SerialWorker` for a runtime without `Synthesizer.speak` (ONNX)."""
     app = FastAPI(title="tts speech server", docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes, too_large=lambda message: JSONResponse(
+        error_body(message, code="body_too_large"), status_code=413,
+        headers={**SECURITY_HEADERS, "Connection": "close"}))
     limiter = RateLimiter({"request": (limits.requests_per_minute, 60.0)}) if limits.requests_per_minute else None
     app.add_middleware(HeadersAndRateLimit, limiter=limiter)  # outermost: its headers go on every answer
     sample_rate = voice.sample_rate

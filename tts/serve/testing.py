@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 
-from tts.listening.testing import free_port
+from tts.listening.testing import free_port, wait_until_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,17 +29,12 @@ class SpeechServer:
             [sys.executable, "-m", "tts.serve", "--host", "127.0.0.1", "--port", str(self.port),
              "--threads", str(self.threads), *self.args],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode(errors='replace')}")
-            try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("server did not start in time")
+        try:
+            wait_until_healthy(self.proc, self.url + "/health", timeout, self.proc.stderr)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def rss_bytes(self) -> int:
         """The server process's resident memory now (Linux /proc)."""

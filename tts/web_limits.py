@@ -1,0 +1,41 @@
+"""ASGI pieces shared by the project's two web servers (tts.serve, tts.listening).
+
+`BodyLimit` refuses a request body over `limit` bytes: at once by its Content-Length, and while it is
+read for chunked bodies (no length), so a huge request is never buffered. Each server keeps its own
+error shape: `too_large(message)` makes the 413 response for the Content-Length case; in the chunked
+case a Starlette HTTPException(413, message) is raised into the app, whose own exception handler
+renders it (FastAPI's body parsing passes an HTTPException on instead of turning it into a 400).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+
+class BodyLimit:
+    def __init__(self, app: Any, limit: int, too_large: Callable[[str], Response]) -> None:
+        self.app, self.limit, self.too_large = app, limit, too_large
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        message = f"request body over {self.limit} bytes"
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await self.too_large(message)(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:
+                    raise HTTPException(413, message)
+            return msg
+
+        return await self.app(scope, limited, send)
