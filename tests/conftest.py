@@ -36,3 +36,25 @@ def featurised_corpus(tmp_path_factory, fixture_corpus: Path) -> Path:
     shutil.copytree(fixture_corpus, root)
     extract_features(root, jobs=1)
     return root
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread in this process (servers and CLI subprocesses of these tests run with one too): on a
+    loaded 2-core machine two threads per process oversubscribe the cores and run several times slower, and
+    a server's audio compared with this process's is rounded alike. Use with
+    `pytestmark = pytest.mark.usefixtures("one_torch_thread")`."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def voice():
+    """The shipped default voice through the Python API (tts.load()), loaded once for the session."""
+    import tts
+
+    return tts.load()

@@ -15,21 +15,7 @@ from tts.text.errors import TextError
 TEXT = "The quick brown fox jumps over the lazy dog. It was not amused. Neither was the cat."
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """One torch thread here (and in the server): on a loaded 2-core machine 2 threads per process oversubscribe the
-    cores and run several times slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def voice():
-    return tts.load()
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py says why
 
 
 def test_import_tts_is_cheap():

@@ -27,23 +27,7 @@ LICENCE = (
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """One torch thread here (and in the server): on a loaded 2-core machine 2 threads per process oversubscribe the
-    cores and run several times slower (the CLI subprocess runs with --threads 1 too)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def voice():
-    import tts
-
-    return tts.load()
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py says why
 
 
 @pytest.mark.parametrize("text,cut", [

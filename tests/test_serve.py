@@ -24,21 +24,7 @@ TEXT = "The first sentence comes here. The second sentence comes next. The third
 LSB = 1 / 32767
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """One torch thread here (and in the server): the server and this process then use the 2 cores without
-    oversubscribing them, and both round floats alike (the server's audio is compared with this process's)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def voice():
-    return load()
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py says why
 
 
 @pytest.fixture(scope="module")
