@@ -126,7 +126,7 @@ def test_blocks_benchmark_writes_the_curve(block_ckpt: Path, tmp_path: Path):
     from tts.benchmark import main as bench_main
 
     report = tmp_path / "report.json"
-    summary = {name: {"cer": {"mean": 0.1, "lo": 0.05, "hi": 0.2}} for name in ("nar", "nar_block_b8", "nar_block_bwhole")}
+    summary = {name: {"cer": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.2}} for name in ("nar", "nar_block_b8", "nar_block_bwhole")}
     report.write_text(json.dumps({"summary": summary}))
     out = tmp_path / "bench"
     assert bench_main(["blocks", "--block", str(block_ckpt), "--nar", str(block_ckpt), "--vocoder", "griffin-lim",

@@ -212,7 +212,7 @@ def to_markdown(r: dict[str, Any]) -> str:
         if q:
             for metric in QUALITY_METRICS:
                 v = q.get(name, {}).get(metric)
-                cells.append("–" if v is None else f"{v['mean']:.3f} [{v['lo']:.3f}, {v['hi']:.3f}]")
+                cells.append("–" if v is None else f"{v['mean']:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]")
         speed = {row["symbols"]: row for row in r["speed"] if row["system"] == name}
         cells += [f"{speed[n]['first_audio_s'] * 1000:.0f}" if n in speed else "–" for n in lengths]
         cells += [f"{speed[n]['total_s'] * 1000:.0f}" if n in speed else "–" for n in lengths]
