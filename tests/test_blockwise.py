@@ -6,18 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from test_nonautoregressive import N_MELS, random_batch, tiny_model
+from test_nonautoregressive import N_MELS, _one_thread, random_batch, tiny_model  # noqa: F401 (autouse: 1 thread)
 from tts.models.blockwise import BlockDecoder, StreamingRefiner, prenet_context, receptive_half_width
 from tts.models.layers.transformer import BlockLayout, block_causal_mask
 from tts.models.refiner import per_item_noise
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def block_model(seed: int = 0, **kw) -> torch.nn.Module:

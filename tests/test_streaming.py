@@ -15,6 +15,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from test_nonautoregressive import _one_thread  # noqa: F401 (autouse: one thread, the same float sums run after run)
 from tts import checkpoint
 from tts.audio import MelConfig
 from tts.checkpoint import CheckpointMeta
@@ -26,15 +27,6 @@ from tts.vocoder.registry import load_vocoder
 
 TEXT = "The quick brown fox jumps over the lazy dog. Streaming starts before the end! A third, short one."
 SOURCE_FILTER = CHECKPOINT_DIR / "vocoder" / "source_filter.pt"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # one intra-op thread: the same float summation order in both paths, run after run
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")
