@@ -232,3 +232,21 @@ def test_tiny_block_mode_training_run_warm_started_from_a_parallel_checkpoint(fe
     ids = torch.tensor([loaded.frontend().encode("Hello world, this is a test.")])
     out = loaded.model.infer(ids, torch.tensor([ids.shape[1]]), refine_steps=1)  # the model's B = 4
     assert out.mels.shape[1] == 80 and out.mel_lengths[0] > 0 and torch.isfinite(out.mels).all()
+
+
+def test_evaluate_expands_nar_bs_and_a_parallel_checkpoint_refuses_block_sizes():
+    from recipes.evaluate import EvaluationConfigError, parse_systems
+
+    from tts.inference import SystemSpec
+    from tts.paths import CHECKPOINT_DIR
+
+    nar = str(CHECKPOINT_DIR / "nar.pt")
+    systems = parse_systems({"nb": {"kind": "acoustic", "checkpoint": nar, "vocoder": "griffin-lim",
+                                    "nar_bs": [8, 0], "refine_steps": 2}})
+    assert [(s.name, s.block_frames, s.refine_steps) for s in systems] == [("nb_b8", 8, 2), ("nb_bwhole", 0, 2)]
+    assert systems[0].spec()["block_frames"] == 8
+    assert "block_frames" not in SystemSpec("p", checkpoint=nar, vocoder="griffin-lim").spec()  # old wavs keep their identity
+    with pytest.raises(EvaluationConfigError, match="block sizes"):
+        parse_systems({"nb": {"kind": "acoustic", "checkpoint": nar, "nar_bs": [-1]}})
+    with pytest.raises(ValueError, match="block-mode checkpoint"):
+        systems[0].synthesizer()  # nar.pt was trained for parallel decoding only
