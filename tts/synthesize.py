@@ -84,7 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="write audio as it is vocoded (block by block with --block-frames; see above)")
     p.add_argument("--block-frames", type=int, default=None,
                    help="NAR block-mode checkpoints: decode in blocks of B frames (0 = parallel; default: the checkpoint's)")
-    p.add_argument("--model", choices=["nar", "ar"], default=None, help="shipped acoustic model (default: checkpoints/default.json)")
+    p.add_argument("--model", choices=["nar", "ar", "nar_block"], default=None,
+                   help="shipped acoustic model (default: checkpoints/default.json); nar_block: the block-wise NAR")
     p.add_argument("--checkpoint", type=Path, default=None, help="acoustic checkpoint file (overrides --model)")
     p.add_argument("--vocoder", default=None, help="source-filter | griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder (default: checkpoints/default.json)")
     p.add_argument("--refine-steps", type=int, default=None, help="NAR: K refinement steps (0 = coarse mel)")
