@@ -29,10 +29,13 @@ case "${1:-}" in
     $PY -m data_prep.variability --data $DATA --out docs/results/multimodality/variability.json ;;
   ar)
     train mm_ar
-    [ -e $DATA/durations/mm_ar_teacher/report.json ] || \
-      $PY -m recipes.extract_durations checkpoint=exp/mm_ar/checkpoints/last.ckpt data_root=$DATA name=mm_ar_teacher threads=1
+    # the teacher's alignment of the tokens of the current text frontend (made again at every start, as above)
+    $PY -m recipes.extract_durations checkpoint=exp/mm_ar/checkpoints/last.ckpt data_root=$DATA name=mm_ar_teacher threads=1
     train mm_nar_distilled ;;
   nar)
+    # Festival's durations are paired with the tokens of the current text frontend: made again (seconds)
+    # before every (re)start, so a changed normaliser never leaves them stale for a resumed run.
+    $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
     train mm_nar ;;
   *) echo "usage: $0 corpus|ar|nar" >&2; exit 2 ;;
 esac

@@ -8,7 +8,6 @@ decoding loop (a new `model.infer` in an entry point) fails the test.
 """
 
 import ast
-from pathlib import Path
 
 import pytest
 from tts.paths import REPO_ROOT

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import soundfile as sf
-import torch
 from helpers import TINY, tiny_checkpoint
 from tts import checkpoint
 from tts.audio import MelConfig

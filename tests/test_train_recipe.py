@@ -11,7 +11,6 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import OmegaConf
 
 from recipes.train import build
 from tts import checkpoint

@@ -31,8 +31,8 @@ from tts.models.layers.alignment import ARFailure
 from tts.models.outputs import MelOutput
 from tts.models.refiner import item_noise_seed
 from tts.paths import CHECKPOINT_DIR
-from tts.text import TextFrontend, split_sentences
-from tts.text.errors import TextError, TextTooLongError, UnspeakableTextError
+from tts.text import TextFrontend
+from tts.text.errors import UnspeakableTextError
 from tts.vocoder.base import Vocoder, WaveOutput
 from tts.vocoder.registry import load_vocoder
 

@@ -34,9 +34,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import soundfile as sf
+
+if TYPE_CHECKING:  # annotations only: the ONNX runtime path never imports torch
+    import torch
 
 # torch-free imports only: the ONNX runtime must start without torch (tts.benchmark cold-start); torch
 # and the model code load in the torch branch of _run
