@@ -289,7 +289,8 @@ def test_frame_guard_cut_is_spoken_in_parts(ckpts):
 def test_ctrl_c_is_one_line_and_leaves_no_temp_file(ckpts, tmp_path: Path):
     out = tmp_path / "x.wav"
     out.write_bytes(EARLIER)
-    text = " ".join(f"This is sentence number {i}, spoken slowly." for i in range(400))
+    # long enough that a loaded machine cannot finish it before the signal (400 once did, with the tiny model)
+    text = " ".join(f"This is sentence number {i}, spoken slowly." for i in range(4000))
     story = tmp_path / "story.txt"
     story.write_text(text)
     proc = subprocess.Popen([sys.executable, "-m", "tts.synthesize", "--threads", "1", *nar(ckpts), "--batch-size", "1",

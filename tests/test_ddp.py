@@ -95,7 +95,7 @@ def recipe(module: str, *overrides: str, **popen) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, **popen)
 
 
-def finish(proc: subprocess.Popen, timeout: float = 120) -> None:
+def finish(proc: subprocess.Popen, timeout: float = 240) -> None:  # ~25 s idle; x5 seen on a loaded machine
     try:
         _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
