@@ -40,10 +40,9 @@ from typing import Any
 import torch
 from torch import nn
 
-MANIFEST = "manifest.json"
-FORMAT = "tts-onnx-v1"
+from tts.onnx_runtime import FORMAT, GRAPHS, MANIFEST  # the runtime's (torch-free) names of what it reads
+
 OPSET = 17
-GRAPHS = ("acoustic_encoder", "acoustic_decoder", "refiner_velocity", "vocoder_network")
 
 
 def file_entry(file: str | Path, **extra: Any) -> dict[str, Any]:

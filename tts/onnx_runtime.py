@@ -39,7 +39,7 @@ from tts.inference_text import CLAUSE_PAUSE_S, _short, check_controls, encode_sp
 from tts.paths import CHECKPOINT_DIR
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
-MANIFEST = "manifest.json"  # == tts.export.MANIFEST (not imported: tts.export imports torch)
+MANIFEST = "manifest.json"  # the export's layout, defined here (torch-free) and imported by tts.export
 FORMAT = "tts-onnx-v1"
 GRAPHS = ("acoustic_encoder", "acoustic_decoder", "refiner_velocity", "vocoder_network")
 TWO_PI = 2.0 * math.pi
