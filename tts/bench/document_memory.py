@@ -23,6 +23,8 @@ from pathlib import Path
 
 import soundfile as sf
 
+from tts.bench.memory import _status_mb
+
 PARAGRAPH = (
     "The old lighthouse keeper climbed the stairs every evening, counting each step aloud. "
     "Nobody in the village remembered when he had first arrived, or why he stayed. "
@@ -74,9 +76,9 @@ def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path
                 [sys.executable, "-c", _PROBE, "--threads", str(threads), "--model", acoustic, "--runtime", runtime, *extra,
                  "--text-file", str(text), "--out", str(out)], stdout=subprocess.DEVNULL, stderr=err_file,
                 env=_env(threads))
-            series: list[tuple[float, int]] = []  # (seconds since start, RssAnon kB)
+            series: list[tuple[float, float]] = []  # (seconds since start, RssAnon kB)
             while proc.poll() is None:
-                series.append((time.perf_counter() - t0, _rss_anon_kb(proc.pid)))
+                series.append((time.perf_counter() - t0, (_status_mb("RssAnon", proc.pid) or 0.0) * 1024))
                 time.sleep(0.01)
         wall = time.perf_counter() - t0
         anon_kb = max((kb for _, kb in series), default=0)
@@ -93,17 +95,6 @@ def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path
                             audio_float32_mb=round(info.frames * 4 / 2**20, 2), peak_rss_mb=round(peak_kb / 1024, 1),
                             peak_anon_mb=round(anon_kb / 1024, 1), anon_growth_mb=round((last - first) / 1024, 1),
                             wall_s=round(wall, 2))
-
-
-def _rss_anon_kb(pid: int) -> int:
-    """The process's resident anonymous memory (kB), 0 once it is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def _env(threads: int) -> dict[str, str]:

@@ -19,10 +19,10 @@ from tts.bench.timing import make_sync
 # --------------------------------------------------------------------------------------------------
 # memory probe (a fresh subprocess per system)
 # --------------------------------------------------------------------------------------------------
-def _status_mb(field: str) -> float | None:
-    """A /proc/self/status memory field (kB) in MiB, or None off Linux."""
+def _status_mb(field: str, pid: int | str = "self") -> float | None:
+    """A /proc/PID/status memory field (kB) in MiB, or None off Linux (or once the process is gone)."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
     except OSError:
