@@ -5,6 +5,7 @@
 #   scripts/multimodality_train.sh corpus        # the varied corpus + features + Festival durations
 #   scripts/multimodality_train.sh ar            # lane 1: AR, then its durations, then the distilled NAR
 #   scripts/multimodality_train.sh nar           # lane 2: NAR + refiner on Festival durations
+#   scripts/multimodality_train.sh block         # lane 2, after nar: the block-wise NAR (issue 22)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
@@ -37,5 +38,8 @@ case "${1:-}" in
     # before every (re)start, so a changed normaliser never leaves them stale for a resumed run.
     $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
     train mm_nar ;;
-  *) echo "usage: $0 corpus|ar|nar" >&2; exit 2 ;;
+  block)
+    $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
+    train mm_nar_block ;;
+  *) echo "usage: $0 corpus|ar|nar|block" >&2; exit 2 ;;
 esac
