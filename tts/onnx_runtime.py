@@ -37,6 +37,7 @@ import numpy as np
 from tts.errors import CheckpointError, SynthesisError
 from tts.inference_text import CLAUSE_PAUSE_S, _short, check_controls, encode_splitting, prepare_parts, split_clause
 from tts.paths import CHECKPOINT_DIR
+from tts.vocoder.noise import hash_noise
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
 MANIFEST = "manifest.json"  # the export's layout, defined here (torch-free) and imported by tts.export
@@ -154,22 +155,6 @@ def frame_to_samples(x: np.ndarray, n_frames_total: int, s0: int, s1: int, hop: 
     per_frame = v[:, :-1, None] + (v[:, 1:] - v[:, :-1])[:, :, None] * ramp
     flat = per_frame.reshape(x.shape[0], -1, *rest)
     return flat[:, s0 - t0 * hop : s1 - t0 * hop]
-
-
-NOISE_PERIOD = 1 << 20
-
-
-def hash_noise(seed: int, s0: int, s1: int) -> np.ndarray:
-    """== tts.vocoder.dsp.hash_noise for one item: [s1 - s0] float32, sample n = the counter hash of n mod
-    NOISE_PERIOD.  Hashes only the samples asked for (torch caches the whole 2**20 table, which would
-    cost a cold start ~0.15 s here); the same int64 arithmetic, so the same values."""
-    m32 = 0xFFFFFFFF
-    x = (np.remainder(np.arange(s0, s1, dtype=np.int64), NOISE_PERIOD) + (seed * 0x9E3779B1 & m32)) & m32
-    for mult in (0x45D9F3B, 0x119DE1F3):
-        x = ((x >> 16) ^ x) & m32
-        x = (x * mult) & m32  # < 2**32 * 2**29: fits int64
-    x = ((x >> 16) ^ x) & m32
-    return ((x.astype(np.float64) / 2.0**32 - 0.5) * math.sqrt(12.0)).astype(np.float32)
 
 
 def pulse_train(phase: np.ndarray, f0: np.ndarray, cutoff_hz: float) -> np.ndarray:

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 
 import torch
 
+from tts.vocoder import noise as noise_hash
+from tts.vocoder.noise import NOISE_PERIOD
+
 TWO_PI = 2.0 * math.pi
 
 
@@ -115,23 +118,14 @@ def frame_to_samples(x: torch.Tensor, first_frame: int, n_frames_total: int | No
 
 
 # --- sources ----------------------------------------------------------------------------------------
-NOISE_PERIOD = 1 << 20  # samples (47.6 s at 22 050 Hz): a cached table, far too long to hear it repeat
 _noise_tables: dict[int, torch.Tensor] = {}
 
 
 def _noise_table(seed: int) -> torch.Tensor:
-    """[NOISE_PERIOD] float32 uniform noise of unit variance from a counter-based hash (two rounds of
-    a 32-bit multiply-xorshift mix, held in int64 without overflow): the same for every run."""
+    """[NOISE_PERIOD] float32: one period of tts.vocoder.noise's hashed noise, made once per seed."""
     table = _noise_tables.get(seed)
     if table is None:
-        m32 = 0xFFFFFFFF
-        x = (torch.arange(NOISE_PERIOD, dtype=torch.int64) + (seed * 0x9E3779B1 & m32)) & m32
-        for mult in (0x45D9F3B, 0x119DE1F3):
-            x = ((x >> 16) ^ x) & m32
-            x = (x * mult) & m32  # < 2**32 * 2**29: fits int64
-        x = ((x >> 16) ^ x) & m32
-        table = ((x.to(torch.float64) / 2.0**32 - 0.5) * math.sqrt(12.0)).to(torch.float32)
-        _noise_tables[seed] = table
+        table = _noise_tables[seed] = torch.from_numpy(noise_hash.hash_noise(seed, 0, NOISE_PERIOD))
     return table
 
 
