@@ -6,6 +6,7 @@
 #   scripts/multimodality_train.sh ar            # lane 1: AR, then its durations, then the distilled NAR
 #   scripts/multimodality_train.sh nar           # lane 2: NAR + refiner on Festival durations
 #   scripts/multimodality_train.sh block         # lane 2, after nar: the block-wise NAR (issue 22)
+#   scripts/multimodality_train.sh kd            # lane 1, after ar: the NAR on the teacher's own speech
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
@@ -38,8 +39,13 @@ case "${1:-}" in
     # before every (re)start, so a changed normaliser never leaves them stale for a resumed run.
     $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
     train mm_nar ;;
+  kd)
+    # sequence-level distillation: the mm_ar teacher speaks each training text (its mels are the targets)
+    $PY -m data_prep.distilled_corpus --teacher exp/mm_ar/checkpoints/last.ckpt --src $DATA --out ${DATA}_kd
+    $PY -m recipes.extract_durations checkpoint=exp/mm_ar/checkpoints/last.ckpt data_root=${DATA}_kd name=mm_ar_teacher threads=1
+    train mm_nar_kd ;;
   block)
     $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
     train mm_nar_block ;;
-  *) echo "usage: $0 corpus|ar|nar|block" >&2; exit 2 ;;
+  *) echo "usage: $0 corpus|ar|nar|block|kd" >&2; exit 2 ;;
 esac

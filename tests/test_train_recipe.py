@@ -38,8 +38,7 @@ def fit(overrides: list[str]):
     return module, trainer
 
 
-@pytest.mark.parametrize("experiment", ["ar_cpu_small", "ar_paper", "nar_cpu_small", "nar_paper", "mm_ar", "mm_nar",
-                                        "mm_nar_distilled"])
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml")))
 def test_experiment_presets_compose_and_instantiate(experiment, featurised_corpus: Path, tmp_path: Path):
     cfg = config([f"experiment={experiment}", f"data.root={featurised_corpus}", f"exp_dir={tmp_path}"])
     assert cfg.name == experiment

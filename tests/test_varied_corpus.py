@@ -177,14 +177,15 @@ def test_the_labs_evaluation_and_tradeoff_plot_run_on_a_tiny_varied_corpus(varie
                  "metrics.mcd=false", "metrics.f0=false",
                  f"systems.ar.checkpoint={ar}", f"systems.nar.checkpoint={nar}", "systems.nar.nar_ks=[0,2]",
                  f"systems.nar_distilled.checkpoint={nar}", "systems.nar_distilled.nar_ks=[0]",
-                 f"systems.nar_block.checkpoint={block}", "systems.nar_block.nar_ks=[2]"]
+                 f"systems.nar_block.checkpoint={block}", "systems.nar_block.nar_ks=[2]",
+                 f"systems.nar_kd.checkpoint={nar}", "systems.nar_kd.nar_ks=[0]"]
     p = subprocess.run([sys.executable, "-m", "recipes.evaluate", "--config-name", "evaluate_multimodality", *overrides],
                        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
                        env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
     assert p.returncode == 0, p.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert set(report["summary"]) == {"ground_truth", "copy_source_filter", "ar", "nar_k0", "nar_k2", "nar_distilled_k0",
-                                       "nar_block_k2"}
+                                       "nar_block_k2", "nar_kd_k0"}
     gt, k0 = report["summary"]["ground_truth"], report["summary"]["nar_k0"]
     assert gt["gv_ratio_db"]["mean"] == 0.0 and k0["gv_ratio_db"]["mean"] != 0.0  # measured, per system
     assert k0["spectral_flatness"]["n"] == 3  # the held-out text's three renditions
