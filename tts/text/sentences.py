@@ -35,6 +35,7 @@ _ADDRESS_WORD_RE = re.compile(r"[/@]|\w\w\.\w|\w\.\w\w")
 # Times of day: "a.m." / "p.m." end a sentence when a capital follows.
 _CLOCK_SUFFIXES = frozenset({"a.m", "p.m"})
 # "... 1428 Elm St." : a house number and capitalised street name before a street type.
+_HOUSE_LOOKBACK = 120  # characters: a house number, a direction and up to three street-name words
 _HOUSE_BEFORE_RE = re.compile(r"\d+[A-Za-z]?\s+(?:[NSEW]\.?\s+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))\s+){1,3}$")
 
 
@@ -47,22 +48,34 @@ def ends_sentence(text: str, pos: int) -> bool:
     return _SENTENCE_END_AHEAD.match(text, pos) is not None
 
 
+def _word_start(text: str, end: int) -> int:
+    """Index of the first character of the run of non-space characters that ends at `end`."""
+    i = end
+    while i > 0 and not text[i - 1].isspace():
+        i -= 1
+    return i
+
+
 def _is_split(text: str, m: re.Match[str]) -> bool:
     nxt = m.group(1)
     if not (nxt[0].isupper() or nxt[0].isdigit() or nxt[0] in "\"'(["):
         return False
     if not m.group(0).startswith("."):
         return True  # ? and ! always end a sentence
-    before = _TOKEN_BEFORE_RE.search(text, 0, m.start())
+    # every look back stays within the word (or the few words of an address) before the period: searching
+    # from the text's start would make splitting a long document quadratic in its length
+    start = _word_start(text, m.start())
+    before = _TOKEN_BEFORE_RE.search(text, start, m.start())
     if before is None:
         return True
     token = before.group(1)
-    word = text[: m.start()].rsplit(None, 1)[-1]
+    word = text[start : m.start()]
     if _ADDRESS_WORD_RE.search(word):
         return True  # a URL, e-mail or domain ends here ("... at www.example.com/a.b. It ...")
     if token.lower() in _CLOCK_SUFFIXES:
         return nxt[0].isupper()
-    if token.lower() in STREET_TYPES and _HOUSE_BEFORE_RE.search(text, 0, before.start()):
+    if token.lower() in STREET_TYPES and _HOUSE_BEFORE_RE.search(text, max(0, before.start() - _HOUSE_LOOKBACK),
+                                                                    before.start()):
         return True
     if token.lower() in _NEVER_FINAL or _INITIALISM_RE.fullmatch(token):
         return False
