@@ -15,7 +15,7 @@ short to analyse, is left out and recorded with the reason. The test split is le
 recordings. Resumable: texts already written are skipped.
 
 Durations for a student then come from the teacher's alignment of its own output:
-    python -m recipes.extract_durations checkpoint=TEACHER data_root=OUT name=teacher
+    python -m recipes.extract_durations checkpoint=TEACHER data_root=OUT name=teacher "splits=[train,val]"
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ case "${1:-}" in
   kd)
     # sequence-level distillation: the mm_ar teacher speaks each training text (its mels are the targets)
     $PY -m data_prep.distilled_corpus --teacher exp/mm_ar/checkpoints/last.ckpt --src $DATA --out ${DATA}_kd
-    $PY -m recipes.extract_durations checkpoint=exp/mm_ar/checkpoints/last.ckpt data_root=${DATA}_kd name=mm_ar_teacher threads=1
+    $PY -m recipes.extract_durations checkpoint=exp/mm_ar/checkpoints/last.ckpt data_root=${DATA}_kd name=mm_ar_teacher threads=1 "splits=[train,val]"
     train mm_nar_kd ;;
   block)
     $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
