@@ -1,11 +1,14 @@
 """Quality against mel-generation time, from `recipes.evaluate` reports: a plot and its table.
 
     python -m tts.evaluation.tradeoff exp/eval/multimodality/report.json --out docs/results/multimodality \
-        [--systems a,b,...] [--y distillmos] [--name tradeoff]
+        [--systems a,b,...] [--y distillmos] [--name tradeoff] [--timing TIMING_REPORT]
 
 Each system is one point: x = mean mel-generation time per utterance (the report's `mel_s`), y = the mean
 of `--y` with its confidence interval as an error bar (the report's CI). Systems without `mel_s` (the
-recordings, copy synthesis) are drawn as horizontal reference lines. Writes OUT/NAME.png and
+recordings, copy synthesis) are drawn as horizontal reference lines. `--timing`: take every x from this
+report instead, e.g. one run that synthesised all the systems one after another on the same quiet machine
+(`recipes.evaluate ... overwrite=true` with the metrics off), when the quality reports were made at
+different times under different loads. Writes OUT/NAME.png and
 OUT/NAME.json (the plotted numbers, so the figure can be checked without reading the image).
 """
 
@@ -29,13 +32,18 @@ class Point:
     y_high: float | None
 
 
-def points(reports: list[Path], systems: list[str] | None, y: str) -> list[Point]:
+def points(reports: list[Path], systems: list[str] | None, y: str, timing: Path | None = None) -> list[Point]:
     out = []
+    timed = {row.name: row for row in collect([timing])} if timing is not None else {}
     for row in collect(reports, systems):
         s = row.summary.get(y)
         if s is None or s.get("mean") is None:
             raise ReportError(f"system {row.name!r} has no {y!r} in {row.report}")
         mel = row.summary.get("mel_s")
+        if timing is not None and mel is not None:  # a system with a mel stage: timed in the timing run
+            if row.name not in timed or timed[row.name].summary.get("mel_s") is None:
+                raise ReportError(f"system {row.name!r} has no mel_s in the timing report {timing}")
+            mel = timed[row.name].summary["mel_s"]
         out.append(Point(row.name, None if mel is None or mel.get("mean") is None else round(mel["mean"] * 1000, 2),
                          s["mean"], s.get("ci_low"), s.get("ci_high")))
     return out
@@ -74,9 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--y", default="distillmos")
     ap.add_argument("--name", default="tradeoff")
     ap.add_argument("--title", default="Quality against mel-generation time")
+    ap.add_argument("--timing", type=Path, default=None, help="a report to take every system's mel_s from")
     args = ap.parse_args(argv)
     try:
-        pts = points(args.reports, args.systems.split(",") if args.systems else None, args.y)
+        pts = points(args.reports, args.systems.split(",") if args.systems else None, args.y, args.timing)
     except (ReportError, OSError, json.JSONDecodeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
