@@ -410,8 +410,8 @@ def test_audio_is_streamed_as_made_and_equals_the_whole_wave(ckpts, tmp_path: Pa
 
 def test_memory_does_not_grow_with_the_document(tmp_path: Path):
     """Item 13: one paragraph 16 times through the real CLI in a fresh process, its heap (RssAnon) sampled
-    every 10 ms. Keeping the audio would grow the heap by a third of the audio between the run's first and
-    last thirds; writing it as it is made leaves the heap flat after the first batches."""
+    every 10 ms beside the audio written so far. Keeping the audio would grow the heap by a third of the audio
+    between the first and the last third of the document; writing it as it is made leaves the heap flat."""
     from tts.bench.document_memory import measure
 
     run = measure(16, workdir=tmp_path, runtime="torch")

@@ -55,8 +55,8 @@ class DocumentPeak:
     peak_anon_mb: float  # highest RssAnon sampled every 10 ms: the heap alone; its level varies +-25 MB
     #                      from run to run (where the first batches leave the allocator), so runs are
     #                      compared by the growth *within* one run:
-    anon_growth_mb: float  # max RssAnon over the run's last third - max over its first third; audio kept
-    #                        would grow it by >= 1/3 of audio_float32_mb (a third of the audio is made in between)
+    anon_growth_mb: float  # max RssAnon while the last third of the audio is written - max until the first third
+    #                        is; audio kept would grow it by >= 1/3 of audio_float32_mb (a third is made in between)
     wall_s: float
 
 
@@ -76,18 +76,23 @@ def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path
                 [sys.executable, "-c", _PROBE, "--threads", str(threads), "--model", acoustic, "--runtime", runtime, *extra,
                  "--text-file", str(text), "--out", str(out)], stdout=subprocess.DEVNULL, stderr=err_file,
                 env=_env(threads))
-            series: list[tuple[float, float]] = []  # (seconds since start, RssAnon kB)
+            series: list[tuple[int, float]] = []  # (audio bytes written so far, RssAnon kB)
             while proc.poll() is None:
-                series.append((time.perf_counter() - t0, (_status_mb("RssAnon", proc.pid) or 0.0) * 1024))
+                series.append((_written(Path(tmp), (text, err)), (_status_mb("RssAnon", proc.pid) or 0.0) * 1024))
                 time.sleep(0.01)
         wall = time.perf_counter() - t0
-        anon_kb = max((kb for _, kb in series), default=0)
-        end = series[-1][0] if series else 0.0
-        first = max((kb for t, kb in series if t <= end / 3), default=0)
-        last = max((kb for t, kb in series if t >= 2 * end / 3), default=0)
         stderr = err.read_text()
         if proc.returncode != 0:
             raise RuntimeError(f"tts.synthesize exited {proc.returncode}: {stderr[-2000:]}")
+        anon_kb = max((kb for _, kb in series), default=0)
+        # thirds of the document's progress (the audio written), not of the wall time: start-up (imports, model
+        # load) takes a share of the wall time that depends on the machine's load
+        total = out.stat().st_size if out.is_file() else 0
+        first = max((kb for b, kb in series if b <= total / 3), default=0)
+        last = max((kb for b, kb in series if b >= 2 * total / 3), default=None)
+        if last is None or not any(0 < b < total for b, _ in series):
+            raise RuntimeError("the CLI did not write its audio as it made it (no sample while the last third was "
+                               "being written): the heap cannot be followed along the document")
         peak_kb = next(int(line.split()[1]) for line in stderr.splitlines() if line.startswith("PEAK_KB "))
         info = sf.info(str(out))
         return DocumentPeak(repeats=repeats, text_bytes=len(PARAGRAPH.encode()) * repeats,
@@ -95,6 +100,18 @@ def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path
                             audio_float32_mb=round(info.frames * 4 / 2**20, 2), peak_rss_mb=round(peak_kb / 1024, 1),
                             peak_anon_mb=round(anon_kb / 1024, 1), anon_growth_mb=round((last - first) / 1024, 1),
                             wall_s=round(wall, 2))
+
+
+def _written(folder: Path, skip: tuple[Path, ...]) -> int:
+    """Bytes of audio the CLI has written into `folder` so far (its temporary output, then the wav)."""
+    total = 0
+    for p in folder.iterdir():
+        if p not in skip:
+            try:
+                total += p.stat().st_size
+            except FileNotFoundError:  # renamed between listing and stat
+                pass
+    return total
 
 
 def _env(threads: int) -> dict[str, str]:
@@ -116,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     first, last = rows[0], rows[-1]
     print(f"peak RSS {first.peak_rss_mb:.1f} MB for {first.audio_s:.0f} s of audio, {last.peak_rss_mb:.1f} MB for "
           f"{last.audio_s:.0f} s; within the longer run the heap grew {last.anon_growth_mb:+.1f} MB from its first to "
-          f"its last third, while keeping its audio would grow it by >= {last.audio_float32_mb / 3:.1f} MB")
+          f"its last third of audio written, while keeping its audio would grow it by >= {last.audio_float32_mb / 3:.1f} MB")
     return 0
 
 
