@@ -409,11 +409,12 @@ def test_audio_is_streamed_as_made_and_equals_the_whole_wave(ckpts, tmp_path: Pa
 
 
 def test_memory_does_not_grow_with_the_document(tmp_path: Path):
-    """Item 13: one paragraph 16 times through the real CLI in a fresh process, its heap (RssAnon) sampled
-    every 10 ms beside the audio written so far. Keeping the audio would grow the heap by a third of the audio
-    between the first and the last third of the document; writing it as it is made leaves the heap flat."""
+    """Item 13: one paragraph 48 times (~19 min of audio) through the real CLI in a fresh process, its heap
+    (RssAnon) sampled every 10 ms beside the audio written so far. Keeping the audio would move the heap's
+    median by ~2/3 of the audio between the first and the last third of the document (measured: +61.6 MB
+    with a probe that keeps it, on a loaded machine); writing it as it is made leaves it flat (-1.8, +3.6)."""
     from tts.bench.document_memory import measure
 
-    run = measure(16, workdir=tmp_path, runtime="torch")
-    assert run.audio_float32_mb > 20, f"the document should be long: {run}"
+    run = measure(48, workdir=tmp_path, runtime="torch")
+    assert run.audio_float32_mb > 90, f"the document should be long: {run}"
     assert run.anon_growth_mb < run.audio_float32_mb / 3, run

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,8 +56,8 @@ class DocumentPeak:
     peak_anon_mb: float  # highest RssAnon sampled every 10 ms: the heap alone; its level varies +-25 MB
     #                      from run to run (where the first batches leave the allocator), so runs are
     #                      compared by the growth *within* one run:
-    anon_growth_mb: float  # max RssAnon while the last third of the audio is written - max until the first third
-    #                        is; audio kept would grow it by >= 1/3 of audio_float32_mb (a third is made in between)
+    anon_growth_mb: float  # median RssAnon while the last third of the audio is written - median while the first
+    #                        third is; audio kept would grow it by ~2/3 of audio_float32_mb
     wall_s: float
 
 
@@ -88,17 +89,19 @@ def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path
         # thirds of the document's progress (the audio written), not of the wall time: start-up (imports, model
         # load) takes a share of the wall time that depends on the machine's load
         total = out.stat().st_size if out.is_file() else 0
-        first = max((kb for b, kb in series if b <= total / 3), default=0)
-        last = max((kb for b, kb in series if b >= 2 * total / 3), default=None)
-        if last is None or not any(0 < b < total for b, _ in series):
-            raise RuntimeError("the CLI did not write its audio as it made it (no sample while the last third was "
-                               "being written): the heap cannot be followed along the document")
+        # medians, not maxima: within a third the heap swings +-20 MB with each batch's temporaries (more under
+        # load), while audio kept would move the median by ~2/3 of the audio between the first and last thirds
+        first = [kb for b, kb in series if 0 < b <= total / 3]
+        last = [kb for b, kb in series if 2 * total / 3 <= b < total]
+        if not first or not last:
+            raise RuntimeError("the CLI did not write its audio as it made it (no sample while its first or last "
+                               "third was being written): the heap cannot be followed along the document")
         peak_kb = next(int(line.split()[1]) for line in stderr.splitlines() if line.startswith("PEAK_KB "))
         info = sf.info(str(out))
         return DocumentPeak(repeats=repeats, text_bytes=len(PARAGRAPH.encode()) * repeats,
                             audio_s=round(info.frames / info.samplerate, 2),
                             audio_float32_mb=round(info.frames * 4 / 2**20, 2), peak_rss_mb=round(peak_kb / 1024, 1),
-                            peak_anon_mb=round(anon_kb / 1024, 1), anon_growth_mb=round((last - first) / 1024, 1),
+                            peak_anon_mb=round(anon_kb / 1024, 1), anon_growth_mb=round((statistics.median(last) - statistics.median(first)) / 1024, 1),
                             wall_s=round(wall, 2))
 
 
