@@ -135,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(asdict(row)))
     first, last = rows[0], rows[-1]
     print(f"peak RSS {first.peak_rss_mb:.1f} MB for {first.audio_s:.0f} s of audio, {last.peak_rss_mb:.1f} MB for "
-          f"{last.audio_s:.0f} s; within the longer run the heap grew {last.anon_growth_mb:+.1f} MB from its first to "
-          f"its last third of audio written, while keeping its audio would grow it by >= {last.audio_float32_mb / 3:.1f} MB")
+          f"{last.audio_s:.0f} s; within the longer run the heap's median moved {last.anon_growth_mb:+.1f} MB from "
+          f"the first to the last third of the audio written, while keeping its audio would move it by "
+          f"~{last.audio_float32_mb * 2 / 3:.1f} MB")
     return 0
 
 
