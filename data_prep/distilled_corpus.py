@@ -35,6 +35,7 @@ from data_prep.corpus import CorpusError, Utterance, features_path, read_metadat
 from data_prep.features import compute_features, extract_features
 from data_prep.festival_corpus import text_group
 from tts.audio import MelSpectrogram, save_wav
+from tts.evaluation.lengths import FAILURE_KINDS
 
 KD_PREFIX = "kd"
 
@@ -143,9 +144,9 @@ def _speak(synth, mel_fn: MelSpectrogram, u: Utterance, index: int, seed: int, w
     failures = getattr(out, "failures", None)
     if failures and not failures[0].ok:
         f = failures[0]
-        return ", ".join(k for k in ("no_stop", "skip", "repeat", "low_coverage") if getattr(f, k)) or "failed"
+        return ", ".join(k for k in FAILURE_KINDS if getattr(f, k)) or "failed"
     n = int(out.mel_lengths[0])
-    if (n - 1) * mc.hop_length < mc.n_fft // 2 + 1:  # too short to measure pitch and energy on
+    if (n - 1) * mc.hop_length < mc.min_samples:  # too short to measure pitch and energy on
         return f"too short ({n} frames)"
     mel = out.mels[0, :, :n].float().cpu()  # [M, T]
     wave = synth.vocode(out).wave[0, : mc.n_samples(n)].float().cpu()

@@ -13,6 +13,8 @@ export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 PY=.venv/bin/python
 DATA=data/slt_varied
 
+TEACHER=exp/mm_ar/checkpoints/last.ckpt  # mm_ar: the teacher of mm_nar_distilled and mm_nar_kd
+
 train() {  # train EXPERIMENT: resume if a run exists, skip if it reached max_steps
     local name=$1; shift
     local resume=()
@@ -23,29 +25,35 @@ train() {  # train EXPERIMENT: resume if a run exists, skip if it reached max_st
     touch "exp/$name/DONE"
 }
 
+# Durations are paired with the tokens of the current text frontend: made again (seconds for Festival's,
+# minutes for the teacher's) before every (re)start, so a changed normaliser never leaves them stale.
+festival_durations() { $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA; }
+teacher_durations() {  # teacher_durations DATA_ROOT [OVERRIDE...]: the teacher's alignment of DATA_ROOT
+    local root=$1; shift
+    $PY -m recipes.extract_durations checkpoint=$TEACHER data_root=$root name=mm_ar_teacher threads=1 "$@"
+}
+
 case "${1:-}" in
   corpus)
     $PY -m data_prep.festival_corpus --n 1500 --out $DATA --jobs 2 --prosody-variation 3 --seed 0
     $PY -m data_prep.features --data $DATA --jobs 2
-    $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
+    festival_durations
     $PY -m data_prep.variability --data $DATA --out docs/results/multimodality/variability.json ;;
   ar)
     train mm_ar
-    # the teacher's alignment of the tokens of the current text frontend (made again at every start, as above)
-    $PY -m recipes.extract_durations checkpoint=exp/mm_ar/checkpoints/last.ckpt data_root=$DATA name=mm_ar_teacher threads=1
+    teacher_durations $DATA
     train mm_nar_distilled ;;
   nar)
-    # Festival's durations are paired with the tokens of the current text frontend: made again (seconds)
-    # before every (re)start, so a changed normaliser never leaves them stale for a resumed run.
-    $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
+    festival_durations
     train mm_nar ;;
   kd)
-    # sequence-level distillation: the mm_ar teacher speaks each training text (its mels are the targets)
-    $PY -m data_prep.distilled_corpus --teacher exp/mm_ar/checkpoints/last.ckpt --src $DATA --out ${DATA}_kd
-    $PY -m recipes.extract_durations checkpoint=exp/mm_ar/checkpoints/last.ckpt data_root=${DATA}_kd name=mm_ar_teacher threads=1 "splits=[train,val]"
+    # sequence-level distillation: the mm_ar teacher speaks each training text (its mels are the targets);
+    # the distilled corpus has no test split, so only train and val get durations
+    $PY -m data_prep.distilled_corpus --teacher $TEACHER --src $DATA --out ${DATA}_kd
+    teacher_durations ${DATA}_kd "splits=[train,val]"
     train mm_nar_kd ;;
   block)
-    $PY -m recipes.extract_durations source=festival name=festival data_root=$DATA
+    festival_durations
     train mm_nar_block ;;
   *) echo "usage: $0 corpus|ar|nar|block|kd" >&2; exit 2 ;;
 esac

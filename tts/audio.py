@@ -58,6 +58,11 @@ class MelConfig:
         return n_frames * self.hop_length
 
     @property
+    def min_samples(self) -> int:
+        """The shortest signal a mel can be computed from: reflect padding by n_fft // 2 needs this many."""
+        return self.n_fft // 2 + 1
+
+    @property
     def frame_seconds(self) -> float:
         return self.hop_length / self.sample_rate
 
@@ -127,7 +132,7 @@ class MelSpectrogram(nn.Module):
         )
 
     def forward(self, wave: torch.Tensor) -> torch.Tensor:
-        min_samples = self.config.n_fft // 2 + 1  # reflect padding by n_fft // 2 needs this many
+        min_samples = self.config.min_samples
         if wave.shape[-1] < min_samples:
             raise ValueError(f"audio of {wave.shape[-1]} samples is too short for a mel (need >= {min_samples})")
         mel = self.transform(wave)

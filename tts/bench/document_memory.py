@@ -86,11 +86,11 @@ def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path
         if proc.returncode != 0:
             raise RuntimeError(f"tts.synthesize exited {proc.returncode}: {stderr[-2000:]}")
         anon_kb = max((kb for _, kb in series), default=0)
-        # thirds of the document's progress (the audio written), not of the wall time: start-up (imports, model
-        # load) takes a share of the wall time that depends on the machine's load
-        total = out.stat().st_size if out.is_file() else 0
-        # medians, not maxima: within a third the heap swings +-20 MB with each batch's temporaries (more under
-        # load), while audio kept would move the median by ~2/3 of the audio between the first and last thirds
+        # thirds of the document's progress (the audio written), not of the wall time, whose share taken by
+        # start-up (imports, model load) depends on the machine's load; medians, not maxima: within a third the
+        # heap swings +-20 MB with each batch's temporaries, while audio kept would move the median by ~2/3 of
+        # the audio between the first and last thirds
+        total = out.stat().st_size  # the CLI exited 0: its wav is there
         first = [kb for b, kb in series if 0 < b <= total / 3]
         last = [kb for b, kb in series if 2 * total / 3 <= b < total]
         if not first or not last:
@@ -101,7 +101,8 @@ def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path
         return DocumentPeak(repeats=repeats, text_bytes=len(PARAGRAPH.encode()) * repeats,
                             audio_s=round(info.frames / info.samplerate, 2),
                             audio_float32_mb=round(info.frames * 4 / 2**20, 2), peak_rss_mb=round(peak_kb / 1024, 1),
-                            peak_anon_mb=round(anon_kb / 1024, 1), anon_growth_mb=round((statistics.median(last) - statistics.median(first)) / 1024, 1),
+                            peak_anon_mb=round(anon_kb / 1024, 1),
+                            anon_growth_mb=round((statistics.median(last) - statistics.median(first)) / 1024, 1),
                             wall_s=round(wall, 2))
 
 
