@@ -21,6 +21,24 @@ from pathlib import Path
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 
+# Held-out evaluation text is drawn from Debian's package documentation: no training corpus may read it.
+HELD_OUT_ROOT = Path("/usr/share/doc")
+
+
+class HeldOutSourceError(ValueError):
+    """A sentence source lies under HELD_OUT_ROOT (the held-out evaluation text)."""
+
+
+def refuse_held_out(path: Path) -> Path:
+    """`path` resolved (symlinks followed); HeldOutSourceError if it is or lies under /usr/share/doc."""
+    resolved = Path(path).resolve()
+    if resolved == HELD_OUT_ROOT or HELD_OUT_ROOT in resolved.parents:
+        raise HeldOutSourceError(
+            f"refusing sentence source {path} (resolves to {resolved}): {HELD_OUT_ROOT} is where the held-out "
+            "evaluation text comes from, so no training corpus may read it"
+        )
+    return resolved
+
 # Files skipped whole. Why each one: ascii-art is pictures, not prose; ethnic and men-women are mostly
 # stereotype jokes (the content review of DESIGN.md section 3); translate-me is partly non-English.
 FILE_BLOCKLIST: frozenset[str] = frozenset({"ascii-art", "ethnic", "men-women", "translate-me"})
@@ -139,16 +157,21 @@ def filter_reason(sentence: str, config: SentenceConfig = SentenceConfig()) -> s
 
 
 def fortune_files(fortunes_dir: Path = FORTUNES_DIR) -> list[Path]:
-    """Text files of the installed fortune databases (not the .dat indexes or .u8 duplicates), sorted."""
+    """Text files of the installed fortune databases (not the .dat indexes or .u8 duplicates), sorted.
+    A folder or file that resolves under /usr/share/doc is refused (`refuse_held_out`)."""
+    refuse_held_out(fortunes_dir)
     if not fortunes_dir.is_dir():
         raise FileNotFoundError(
             f"{fortunes_dir} not found: install Debian's fortune databases "
             "(apt-get install -y --no-install-recommends fortunes fortunes-min)"
         )
-    return sorted(
+    files = sorted(
         p for p in fortunes_dir.iterdir()
         if p.is_file() and p.suffix not in (".dat", ".u8") and p.name not in FILE_BLOCKLIST
     )
+    for p in files:
+        refuse_held_out(p)
+    return files
 
 
 def order_key(sentence: str, seed: str) -> str:
