@@ -6,7 +6,7 @@ model's own speech.
 
 For each text of the source corpus's train and val splits (once per text: the renditions of a varied
 corpus are one text, data_prep.festival_corpus.text_group) the teacher speaks the text through THE
-inference path's stages (Synthesizer.encode -> mels -> vocode, seed and item index fixed, so a rerun
+engine's stages (TorchEngine.encode -> mels -> vocode, seed and item index fixed, so a rerun
 makes the same corpus). The corpus keeps the teacher's mel itself as the feature (features/ID.pt, what a
 student trains on), not the mel of its vocoded audio, which would add the vocoder's error to the target;
 pitch and energy are measured on the vocoded audio (wavs/ID.wav) as data_prep.features measures them.
@@ -32,9 +32,10 @@ import torch
 
 from data_prep.atomic import tmp_path, write_json_atomic, write_text_atomic
 from data_prep.corpus import CorpusError, Utterance, features_path, read_metadata, read_split, wav_path, write_metadata
-from data_prep.features import compute_features, extract_features
+from data_prep.features import extract_features
 from data_prep.festival_corpus import text_group
 from tts.audio import MelSpectrogram, save_wav
+from tts.data.features import compute_features
 from tts.evaluation.lengths import FAILURE_KINDS
 
 KD_PREFIX = "kd"
@@ -75,14 +76,14 @@ def teacher_texts(src: Path) -> dict[str, list[tuple[str, Utterance]]]:
 def build(teacher: Path, src: Path, out: Path, seed: int = 0, vocoder: str = "source-filter",
           limit: int | None = None) -> DistilledSummary:
     """Write the distilled corpus under `out` (see the module docstring); `limit`: first N texts per split."""
-    from tts.inference import Synthesizer  # torch and the models only for the build itself
+    from tts.runtime.torch_engine import TorchEngine  # torch and the models only for the build itself
 
     t0 = time.monotonic()
     plan = teacher_texts(src)
     if limit is not None:
         plan = {k: v[:limit] for k, v in plan.items()}
-    synth = Synthesizer.from_paths(str(teacher), vocoder, "cpu")
-    mc = synth.mel_config
+    engine = TorchEngine.from_paths(str(teacher), vocoder, "cpu")
+    mc = engine.mel_config
     mel_fn = MelSpectrogram(mc)
     (out / "wavs").mkdir(parents=True, exist_ok=True)
     (out / "features").mkdir(parents=True, exist_ok=True)
@@ -98,7 +99,7 @@ def build(teacher: Path, src: Path, out: Path, seed: int = 0, vocoder: str = "so
             if features_path(out, kid).is_file() and wav_path(out, kid).is_file():
                 present += 1
             else:
-                verdict = _speak(synth, mel_fn, u, index - 1, seed, out / "wavs" / f"{kid}.wav",
+                verdict = _speak(engine, mel_fn, u, index - 1, seed, out / "wavs" / f"{kid}.wav",
                                  features_path(out, kid))
                 if verdict:
                     rejected[kid] = verdict
@@ -136,20 +137,19 @@ def build(teacher: Path, src: Path, out: Path, seed: int = 0, vocoder: str = "so
     return DistilledSummary(sum(len(v) for v in plan.values()), written, present, rejected, time.monotonic() - t0)
 
 
-def _speak(synth, mel_fn: MelSpectrogram, u: Utterance, index: int, seed: int, wav: Path, feat: Path) -> str:
-    """Teacher speech for one text -> wav + features (teacher mel, measured pitch/energy); '' or why not."""
-    mc = synth.mel_config
-    batch = synth.pad([synth.encode(u.text)])
-    out = synth.mels(batch, seed=seed, indices=[index])
-    failures = getattr(out, "failures", None)
-    if failures and not failures[0].ok:
-        f = failures[0]
+def _speak(engine, mel_fn: MelSpectrogram, u: Utterance, index: int, seed: int, wav: Path, feat: Path) -> str:
+    """Teacher speech for one text -> wav + features (teacher mel, measured pitch/energy); '' or why not.
+    The engine's stages (tts.runtime.torch_engine), not the pipeline: the teacher's mel itself is kept."""
+    mc = engine.mel_config
+    out = engine.mels([engine.encode(u.text)], [index], engine.defaults.replace(seed=seed))
+    if out.failures and not out.failures[0].ok:
+        f = out.failures[0]
         return ", ".join(k for k in FAILURE_KINDS if getattr(f, k)) or "failed"
-    n = int(out.mel_lengths[0])
+    n = int(out.lengths[0])
     if (n - 1) * mc.hop_length < mc.min_samples:  # too short to measure pitch and energy on
         return f"too short ({n} frames)"
     mel = out.mels[0, :, :n].float().cpu()  # [M, T]
-    wave = synth.vocode(out).wave[0, : mc.n_samples(n)].float().cpu()
+    wave = torch.from_numpy(engine.vocode(out)[0])
     # n_frames(N) = 1 + N // hop: (T - 1) hops of audio give exactly the teacher's T frames
     wave = wave[: (n - 1) * mc.hop_length]
     d = compute_features(wave, mel_fn)  # pitch and energy of the teacher's audio, [T] each

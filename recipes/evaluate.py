@@ -30,8 +30,8 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
                                                           `tts[peers]`): another speaker, so no MCD / F0
 
 V is anything `tts.vocoder.registry.load_vocoder` accepts (default griffin-lim).  A system is a
-`tts.inference.SystemSpec`; an acoustic one speaks through THE inference path,
-`tts.inference.Synthesizer.synthesize_items`: each corpus utterance one token sequence (as in training),
+`tts.evaluation.systems.SystemSpec`; an acoustic one speaks through THE pipeline,
+`tts.runtime.Pipeline.synthesize_items`: each corpus utterance one token sequence (as in training),
 batch size 1 so that timings are per utterance, the NAR refiner's noise seeded from (seed, the utterance's
 position in the split), so a resumed run makes the same audio as an uninterrupted one.
 """
@@ -55,9 +55,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from data_prep.atomic import write_json_atomic
-from data_prep.corpus import CorpusError, features_path, load_features, read_metadata, read_split, wav_path
 from tts.audio import MelConfig, MelSpectrogram, save_wav
-from tts.inference import SYSTEM_KINDS, SYSTEM_VOCODER, ItemResult, SystemSpec
+from tts.data.corpus import CorpusError, features_path, load_features, read_metadata, read_split, wav_path
+from tts.evaluation.systems import SYSTEM_KINDS, SYSTEM_VOCODER, SystemSpec
+from tts.runtime.pipeline import ItemResult
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,7 @@ def _is_done(out: Path, uid: str, spec: dict, overwrite: bool) -> bool:
         return False
 
 
-def _write(out: Path, uid: str, wave: torch.Tensor, sr: int, info: dict) -> None:
+def _write(out: Path, uid: str, wave: torch.Tensor | np.ndarray, sr: int, info: dict) -> None:
     write_json_atomic(_sidecar(out, uid), info)  # sidecar first: an existing wav always has its own
     save_wav(out / f"{uid}.wav", wave, sr)
 
@@ -287,7 +288,7 @@ def _copy_synthesis(system: SystemSpec, todo: list[Reference], data_root: Path, 
 
 
 def _piper_synthesis(todo: list[Reference], out: Path, spec: dict) -> None:
-    from tts.piper_peer import PiperPeer
+    from recipes.peers.piper import PiperPeer
 
     peer = PiperPeer(threads=1)
     for r in todo:
@@ -301,20 +302,21 @@ def _piper_synthesis(todo: list[Reference], out: Path, spec: dict) -> None:
 
 def _acoustic_synthesis(system: SystemSpec, todo: list[Reference], indices: list[int], out: Path, device: str,
                         seed: int, spec: dict) -> None:
-    """Through THE inference path (tts.inference.Synthesizer.synthesize_items): each utterance one token
-    sequence, batch 1; written one by one so that an interrupted run keeps what it made."""
+    """Through THE pipeline (tts.runtime.Pipeline.synthesize_items): each utterance one token sequence,
+    batch 1; written one by one so that an interrupted run keeps what it made."""
     try:
-        synth = system.synthesizer(device)
+        pipeline = system.pipeline(device)
     except ValueError as e:  # a control the model lacks (K on an AR), an unknown vocoder name
         raise EvaluationConfigError(f"system {system.name!r} ({system.checkpoint}): {e}") from e
-    mc = synth.mel_config
+    engine = pipeline.engine
+    mc = engine.mel_config
     # one untimed utterance first: the first call pays one-time set-up (lazy tables, allocator growth) that
     # would otherwise land in one system's mel_s; the audio is unaffected (noise is seeded per item)
-    system.synthesize_items(synth, [todo[0].text], seed=seed, indices=[indices[0]])
+    system.synthesize_items(pipeline, [todo[0].text], seed=seed, indices=[indices[0]])
     for r, index in zip(todo, indices):
-        [item] = system.synthesize_items(synth, [r.text], seed=seed, indices=[index])
-        _write(out, r.id, item.wave, item.sample_rate, _item_info(item, spec, mc.hop_length, type(synth.model).__name__))
-    del synth
+        [item] = system.synthesize_items(pipeline, [r.text], seed=seed, indices=[index])
+        _write(out, r.id, item.wave, item.sample_rate, _item_info(item, spec, mc.hop_length, type(engine.model).__name__))
+    del pipeline, engine
 
 
 def _item_info(item: ItemResult, spec: dict, hop_length: int, model: str) -> dict:

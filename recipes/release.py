@@ -38,24 +38,6 @@ log = logging.getLogger(__name__)
 INFERENCE_OVERRIDES = {"refine_steps", "refine_temperature", "min_token_frames", "max_frames", "max_frames_per_token"}
 
 
-# model-config keys that are inference controls, and the control's name (Synthesizer.controls / infer)
-CONTROLS = {"refine_steps": "refine_steps", "refine_temperature": "temperature"}
-
-
-def inference_controls(path: Path) -> dict[str, Any]:
-    """The controls a shipped acoustic file speaks with (its model config, else its constructor's
-    defaults), by control name: what default.json makes visible."""
-    loaded = checkpoint.load(path)
-    params = inspect.signature(type(loaded.model)).parameters
-    controls = {}
-    for key, control in CONTROLS.items():
-        if key in loaded.meta.model_config:
-            controls[control] = loaded.meta.model_config[key]
-        elif key in params and params[key].default is not inspect.Parameter.empty:
-            controls[control] = params[key].default
-    return controls
-
-
 # what a release records of a file's origin (kept when an already shipped file is released again)
 PROVENANCE = ("source", "source_sha256", "global_step")
 
@@ -157,16 +139,15 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
         for rel in files:
             if rel not in vocoder_rels:
                 voc.check_mel_config(checkpoint.load(stage / rel).mel_config, f"shipped {rel}")
-        controls = {name: inference_controls(stage / f"{name}.pt") for name, src in acoustic.items() if src}
         summary = {"files": {**files, **kept}, "total_mb": total, "default": dict(default)}
         for rel in files:
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(stage / rel, out_dir / rel)
             summary["files"][rel]["file"] = str(out_dir / rel)
     write_json_atomic(out_dir / "release.json", summary)
-    # THE visible file of the shipped inference settings (tts.inference.shipped_defaults reads it)
-    write_json_atomic(out_dir / "default.json", {"acoustic": default["acoustic"], "vocoder": default["vocoder"],
-                                                 "controls": controls})
+    # which shipped model and vocoder speak by default (tts.runtime.release.shipped_defaults reads it); every
+    # other inference setting lives in the shipped model's own config (`overrides`), read by tts.runtime
+    write_json_atomic(out_dir / "default.json", {"acoustic": default["acoustic"], "vocoder": default["vocoder"]})
     return summary
 
 

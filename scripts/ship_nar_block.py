@@ -3,10 +3,10 @@
     .venv/bin/python scripts/ship_nar_block.py exp/nar_block_cpu_small/checkpoints/stepNNNNNNN.ckpt
 
 recipes.release exports every shipped acoustic model again; this adds one: `recipes.release.export_one`
-(fp16, provenance: source, sha256, step, steps_before) with the shipped NAR's inference controls
-(default.json's K and temperature for "nar", so the two differ only in the decoder), then records the file in
-checkpoints/release.json (budget checked) and its controls in checkpoints/default.json.  nar.pt, ar.pt, the
-vocoders and the default voice stay exactly as they are.
+(fp16, provenance: source, sha256, step, steps_before) with the shipped NAR's inference controls (nar.pt's
+own K and temperature, so the two differ only in the decoder), then records the file in
+checkpoints/release.json (budget checked).  nar.pt, ar.pt, the vocoders and the default voice stay exactly as
+they are.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from data_prep.atomic import write_json_atomic
-from recipes.release import ReleaseError, export_one, inference_controls
+from recipes.release import ReleaseError, export_one
+from tts import checkpoint
 from tts.paths import CHECKPOINT_DIR
 
 NAME = "nar_block"
@@ -25,8 +26,7 @@ MAX_TOTAL_MB = 60.0  # conf/release.yaml max_total_mb
 
 def main(src: str) -> None:
     release = json.loads((CHECKPOINT_DIR / "release.json").read_text())
-    defaults = json.loads((CHECKPOINT_DIR / "default.json").read_text())
-    nar = defaults["controls"]["nar"]  # {"refine_steps": K, "temperature": T}
+    nar = checkpoint.load(CHECKPOINT_DIR / "nar.pt").model.inference_spec().defaults
     overrides = {"refine_steps": nar["refine_steps"], "refine_temperature": nar["temperature"]}
     dst = CHECKPOINT_DIR / f"{NAME}.pt"
     entry = export_one(Path(src), dst, half=True, overrides=overrides)
@@ -37,8 +37,6 @@ def main(src: str) -> None:
         dst.unlink()
         raise ReleaseError(f"shipped checkpoints total {total:.1f} MB > budget {MAX_TOTAL_MB} MB")
     write_json_atomic(CHECKPOINT_DIR / "release.json", {**release, "files": files, "total_mb": total})
-    write_json_atomic(CHECKPOINT_DIR / "default.json",
-                      {**defaults, "controls": {**defaults["controls"], NAME: inference_controls(dst)}})
     print(f"shipped {dst} ({entry['mb']:.1f} MB, step {entry['global_step']}, from {src}); release total {total:.1f} MB")
 
 

@@ -1,10 +1,12 @@
-"""One inference path: acoustic-model decoding and vocoding of model output happen only in tts/inference.py.
+"""One inference path: acoustic-model decoding and vocoding of model output happen only in the torch engine
+(tts/runtime/torch_engine.py), and the ONNX engine runs exported graphs without re-writing model maths.
 
 The scan walks every source file of the package, the recipes and the data preparation with `ast` and
 lists each call of `.infer(...)` (an acoustic model's decoding loop) and each call of something named
-`vocoder` / `voc` (a vocoder run), with the function it sits in.  Anything outside tts/inference.py must be
+`vocoder` / `voc` (a vocoder run), with the function it sits in.  Anything outside the torch engine must be
 on the explicit allow-list below, each entry with the reason it is not text-to-wave synthesis; a second
-decoding loop (a new `model.infer` in an entry point) fails the test.
+decoding loop (a new `model.infer` in an entry point) fails the test.  The behaviour of the one pipeline over
+both engines is tests/test_pipeline.py's.
 """
 
 import ast
@@ -15,16 +17,16 @@ from tts.paths import REPO_ROOT
 SCANNED = ("tts", "recipes", "data_prep")
 # Where models and vocoders are defined: their own forward / infer and internal sub-module calls.
 DEFINITIONS = ("tts/models/", "tts/vocoder/")
-THE_PATH = "tts/inference.py"
+THE_PATH = "tts/runtime/torch_engine.py"
 VOCODER_NAMES = {"vocoder", "voc"}
 
 # (file, enclosing function) -> why this call is not a second text-to-wave path
 ALLOWED: dict[tuple[str, str], str] = {
     ("tts/training/module.py", "AcousticModule._log_media"):
         "training-time TensorBoard media of one validation item (free-running mel image + Griffin-Lim audio)",
-    ("tts/bench/peers.py", "run_peers"):
+    ("recipes/bench/peers.py", "run_peers"):
         "SpeechBrain's Tacotron2 peer (another project's model, timed beside ours), not our acoustic model",
-    ("tts/bench/memory.py", "memory_probe"):
+    ("recipes/bench/memory.py", "memory_probe"):
         "the vocoder alone on a random mel: its own peak memory, no acoustic model involved",
     ("recipes/evaluate.py", "_copy_synthesis"):
         "copy synthesis: the corpus's ground-truth mel through the vocoder, no acoustic model involved",
@@ -66,8 +68,8 @@ def scan_tree() -> set[tuple[str, str, str]]:
 
 def test_no_decoding_outside_the_inference_path():
     stray = sorted(c for c in scan_tree() if (c[0], c[1]) not in ALLOWED)
-    assert not stray, ("acoustic decoding / vocoding outside tts/inference.py (use tts.inference.Synthesizer: "
-                       f"synthesize, synthesize_items, or its mels / vocode stages): {stray}")
+    assert not stray, ("acoustic decoding / vocoding outside the torch engine (use tts.runtime.Pipeline: "
+                       f"synthesize, synthesize_items, stream, or an engine's mels / vocode stages): {stray}")
 
 
 def test_allow_list_has_no_stale_entries():
@@ -77,11 +79,28 @@ def test_allow_list_has_no_stale_entries():
 
 
 def test_the_inference_path_itself_is_found():
-    """The scanner sees the one real decoding loop: Synthesizer.mels and Synthesizer.vocode."""
+    """The scanner sees the one real decoding loop: TorchEngine.mels and TorchEngine.vocode."""
     calls = decoding_calls((REPO_ROOT / THE_PATH).read_text(), THE_PATH)
-    assert (THE_PATH, "Synthesizer.mels", "infer") in calls
-    assert (THE_PATH, "Synthesizer.vocode", "vocoder") in calls
-    assert {scope for _, scope, _ in calls} == {"Synthesizer.mels", "Synthesizer.vocode"}
+    assert (THE_PATH, "TorchEngine.mels", "infer") in calls
+    assert (THE_PATH, "TorchEngine.vocode", "vocoder") in calls
+    assert {scope for _, scope, _ in calls} == {"TorchEngine.mels", "TorchEngine.vocode"}
+
+
+# numpy ports of model maths the ONNX engine used to carry (the exported graph runs the models' own now)
+PORTS = {"torch_randn", "per_item_noise", "durations_from_log", "regulate_length", "decode_f0", "item_noise_seed",
+         "FlowMatchingRefiner", "sample"}
+
+
+def test_the_onnx_engine_holds_no_model_maths():
+    """Its module defines no port of a model function and runs no loop of its own over refiner steps: it
+    feeds the exported graphs (tts/export.py) and the one numpy DSP module."""
+    path = REPO_ROOT / "tts/runtime/onnx_engine.py"
+    tree = ast.parse(path.read_text())
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert not defined & PORTS, defined & PORTS
+    runs = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "run"]
+    assert len(runs) == 2  # one acoustic graph call per batch, one vocoder graph call per item
 
 
 @pytest.mark.parametrize("snippet, what", [
@@ -95,45 +114,26 @@ def test_a_second_decoding_loop_is_caught(snippet: str, what: str):
     assert not any((p, s) in ALLOWED for p, s, _ in calls)
 
 
-@pytest.mark.parametrize("path", ["tts/synthesize.py", "recipes/evaluate.py", "tts/listening/synth.py",
-                                  "tts/bench/systems.py", "tts/bench/measure.py"])
-def test_every_entry_point_goes_through_the_synthesizer(path: str):
-    """Each entry point calls the Synthesizer (or builds one from the SystemSpec)."""
+@pytest.mark.parametrize("path", ["tts/synthesize.py", "tts/api.py", "tts/serve/batcher.py", "recipes/evaluate.py",
+                                  "tts/listening/synth.py", "recipes/bench/systems.py", "recipes/bench/measure.py"])
+def test_every_entry_point_goes_through_the_pipeline(path: str):
+    """Each entry point calls the pipeline (or an engine's stages, or builds one from the SystemSpec)."""
     tree = ast.parse((REPO_ROOT / path).read_text())
     used = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
     used |= {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    entry = {"Synthesizer", "from_paths", "synthesize", "synthesize_items", "synthesizer", "mels", "vocode"}
-    assert used & entry, f"{path} does not call tts.inference.Synthesizer"
+    entry = {"Pipeline", "open_pipeline", "synthesize", "synthesize_items", "pipeline", "speak", "stream_utterance",
+             "mels", "vocode"}
+    assert used & entry, f"{path} does not call the pipeline (tts.runtime)"
 
 
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory):
+def test_forced_frames_fix_the_nar_output_length(tmp_path):
+    """The benchmark's random-weight models speak to forced lengths (a declared capability of the torch engine)."""
     from helpers import TINY, tiny_checkpoint
-    from tts.inference import Synthesizer
+    from tts.runtime.torch_engine import TorchEngine
 
-    # refiner on with full-scale noise: a wrong seed or index would change the audio
-    path = tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "nar.pt", "nonautoregressive", refine_steps=2,
-                           refine_temperature=1.0, **TINY["nonautoregressive"])
-    return Synthesizer.from_paths(path, "griffin-lim")
-
-
-def test_items_and_the_cli_path_share_one_decoding(synth):
-    """One sentence: synthesize (CLI) and synthesize_items (evaluation) give the same samples; the item
-    index is the noise index, so item 1 of a run is sentence 1 of a text."""
-    import torch
-
-    [item] = synth.synthesize_items(["Hello world."], seed=3)
-    whole = synth.synthesize("Hello world.", seed=3)
-    torch.testing.assert_close(item.wave, whole.wave, rtol=0, atol=0)
-    assert item.n_tokens == len(synth.encode("Hello world.")) and item.refine_steps_taken == 2
-    assert item.ar_failure is None and item.mel_s > 0 and item.vocoder_s > 0
-    second = synth.synthesize("Yes. Hello world.", seed=3, batch_size=1)
-    [again] = synth.synthesize_items(["Hello world."], seed=3, indices=[1])
-    assert torch.equal(second.wave[-again.wave.numel():], again.wave)
-    assert not torch.equal(again.wave[: item.wave.numel()], item.wave[: again.wave.numel()])
-
-
-def test_forced_frames_fix_the_nar_output_length(synth):
-    batch = synth.pad([synth.encode("Hello world."), synth.encode("Yes.")])
-    out = synth.mels(batch, forced_frames=[40, 17])
-    assert out.mel_lengths.tolist() == [40, 17]
+    engine = TorchEngine.from_paths(tiny_checkpoint(tmp_path / "nar.pt", "nonautoregressive", **TINY["nonautoregressive"]),
+                                    "griffin-lim")
+    assert engine.capabilities.forced_lengths
+    out = engine.mels([engine.encode("Hello world."), engine.encode("Yes.")], [0, 1], engine.defaults,
+                      forced_frames=[40, 17])
+    assert out.lengths.tolist() == [40, 17]

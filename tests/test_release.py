@@ -27,8 +27,8 @@ def test_release_exports_fp16_that_loads_and_speaks(sources, tmp_path):
     summary = release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
     defaults = json.loads((out / "default.json").read_text())
     assert {k: defaults[k] for k in ("acoustic", "vocoder")} == {"acoustic": "nar", "vocoder": "griffin-lim"}
-    # the shipped inference settings, made visible: the NAR's K and temperature, nothing for the AR
-    assert defaults["controls"]["ar"] == {} and set(defaults["controls"]["nar"]) == {"refine_steps", "temperature"}
+    # default.json names the default model and vocoder only: the inference settings live in each checkpoint
+    assert set(defaults) == {"acoustic", "vocoder"}
     assert json.loads((out / "release.json").read_text())["total_mb"] == pytest.approx(summary["total_mb"])
     for name in ("ar", "nar"):
         raw = torch.load(out / f"{name}.pt", weights_only=False)
@@ -88,7 +88,7 @@ def test_release_overrides_inference_defaults_only(sources, tmp_path):
     release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"refine_steps": 2}})
     meta = checkpoint.load(out / "nar.pt").meta
     assert meta.model_config["refine_steps"] == 2 and meta.info["overrides"] == {"refine_steps": 2}
-    assert json.loads((out / "default.json").read_text())["controls"]["nar"]["refine_steps"] == 2
+    assert checkpoint.load(out / "nar.pt").model.inference_spec().defaults["refine_steps"] == 2
     with pytest.raises(ReleaseError, match="cannot override 'd_model'"):
         release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"d_model": 64}})
 

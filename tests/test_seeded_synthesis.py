@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers import TINY, tiny_checkpoint
 from tts import checkpoint
-from tts.models.refiner import item_noise_seed
+from tts.noise import item_noise_seed
 from tts.paths import REPO_ROOT
 
 SENTENCES = ["Hello world.", "The cat sat on the mat.", "A much longer sentence, with a pause in the middle of it.",

@@ -1,4 +1,4 @@
-"""Streaming end to end (issue 22): Synthesizer.stream block by block through the source-filter vocoder's
+"""Streaming end to end (issue 22): Pipeline.stream block by block through the source-filter vocoder's
 stream, equal to synthesize within STREAM_TOLERANCE; Griffin-Lim per sentence; the CLI's --stream (a wav
 growing at --out) and --out - (raw PCM on stdout), equal to the non-streamed wav."""
 
@@ -19,7 +19,9 @@ from test_nonautoregressive import _one_thread  # noqa: F401 (autouse: one threa
 from tts import checkpoint
 from tts.audio import MelConfig
 from tts.checkpoint import CheckpointMeta
-from tts.inference import STREAM_TOLERANCE, Synthesizer
+from tts.runtime import Pipeline
+from tts.runtime.pipeline import STREAM_TOLERANCE
+from tts.runtime.torch_engine import TorchEngine
 from tts.paths import CHECKPOINT_DIR, CONF_DIR, REPO_ROOT
 from tts.synthesize import main
 from tts.text import TextFrontend
@@ -48,19 +50,20 @@ def block_ckpt(tmp_path_factory) -> Path:
     return path
 
 
-def synth(path: Path, vocoder: str) -> Synthesizer:
-    return Synthesizer(checkpoint.load(path), load_vocoder(vocoder, MelConfig.default()))
+def synth(path: Path, vocoder: str) -> Pipeline:
+    return Pipeline(TorchEngine(checkpoint.load(path), load_vocoder(vocoder, MelConfig.default())))
 
 
 @pytest.mark.parametrize("block_frames", [8, 0])
 def test_stream_equals_synthesize_and_comes_in_blocks(block_ckpt: Path, block_frames: int):
     s = synth(block_ckpt, str(SOURCE_FILTER))
-    whole = s.synthesize(TEXT, seed=3, block_frames=block_frames)
-    utt = s.utterance(TEXT, seed=3, block_frames=block_frames)
+    c = s.controls(seed=3, block_frames=block_frames)
+    whole = s.synthesize(TEXT, c)
+    utt = s.utterance(TEXT, c)
     chunks = list(s.stream_utterance(utt))
-    streamed = torch.cat(chunks)
+    streamed = np.concatenate(chunks)
     assert streamed.shape == whole.wave.shape
-    assert (streamed - whole.wave).abs().max() <= STREAM_TOLERANCE
+    assert np.abs(streamed - whole.wave).max() <= STREAM_TOLERANCE
     n_parts = len(utt.parts)
     if block_frames:  # block by block inside each sentence: many more chunks than sentences (+ pauses)
         assert len(chunks) > 3 * n_parts
@@ -71,10 +74,11 @@ def test_griffin_lim_streams_a_sentence_at_a_time(block_ckpt: Path):
     s = synth(block_ckpt, "griffin-lim")
     # batch 1 as the stream speaks: Griffin-Lim's 32 iterations amplify the ~2e-6 a batch of 8 changes in
     # the mel (float sums in another order) to ~4e-3 in samples
-    whole = s.synthesize(TEXT, seed=1, batch_size=1)
-    chunks = list(s.stream(TEXT, seed=1))
+    c = s.controls(seed=1)
+    whole = s.synthesize(TEXT, c, batch_size=1)
+    chunks = list(s.stream(TEXT, c))
     assert len(chunks) == 2 * 3 - 1  # three sentences and the two pauses between them
-    assert (torch.cat(chunks) - whole.wave).abs().max() <= STREAM_TOLERANCE
+    assert np.abs(np.concatenate(chunks) - whole.wave).max() <= STREAM_TOLERANCE
 
 
 def test_cli_stream_wav_and_stdout_pcm_equal_the_plain_wav(block_ckpt: Path, tmp_path: Path, capsysbinary):
@@ -111,11 +115,11 @@ def test_cli_out_dash_is_a_real_pipe_and_a_parallel_checkpoint_refuses_blocks(bl
 
 
 def test_blocks_benchmark_writes_the_curve(block_ckpt: Path, tmp_path: Path):
-    """python -m tts.benchmark blocks on the tiny model: speed rows for every system and length, the paragraph
+    """python -m recipes.benchmark blocks on the tiny model: speed rows for every system and length, the paragraph
     first audio, quality joined from a recipes.evaluate-shaped report, a table and a plot."""
     import json
 
-    from tts.benchmark import main as bench_main
+    from recipes.benchmark import main as bench_main
 
     report = tmp_path / "report.json"
     summary = {name: {"cer": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.2}} for name in ("nar", "nar_block_b8", "nar_block_bwhole")}

@@ -1,38 +1,39 @@
 """ONNX export of the default voice: `python -m tts.export --out DIR`.
 
 Writes the shipped default acoustic model (checkpoints/default.json: the NAR with its flow-matching
-refiner) and the default vocoder (the source-filter vocoder) as four ONNX graphs plus `manifest.json`,
-which `tts.onnx_runtime.OnnxSynthesizer` runs with onnxruntime alone (no torch):
+refiner) and the default vocoder (the source-filter vocoder) as two ONNX graphs plus `manifest.json`,
+which `tts.runtime.onnx_engine.OnnxEngine` runs with onnxruntime (no torch):
 
-    acoustic_encoder.onnx  tokens [B, L] int64, token_lengths [B] int64, pitch_shift [] float32
-                           -> hidden [B, L, D] (encoder + pitch/energy embeddings), log_durations [B, L]
-    acoustic_decoder.onnx  frames [B, T, D], frame_lengths [B] int64
-                           -> coarse [B, M, T] (normalised mel, zero on padding), cond [B, D, T]
-    refiner_velocity.onnx  x [B, M, T], t [B], coarse [B, M, T], cond [B, D, T], mask [B, 1, T]
-                           -> velocity [B, M, T]  (one Euler step's network evaluation)
-    vocoder_network.onnx   mel [B, M, T] raw log-mel -> params [B, n_bins + 1 + Lh + Ln, T]
+    acoustic.onnx   tokens [B, L] int64, token_lengths [B] int64, speed [] float, pitch_shift [] float,
+                    temperature [] float, refine_steps [] int64, noise_offsets [B] int64
+                    -> mels [B, M, T] raw log-mel (padding = the model's pad value), mel_lengths [B] int64,
+                       truncated [B] bool
+    vocoder.onnx    mel [B, M, T] raw log-mel -> f0 [B, T] Hz, voiced [B, T] 0/1,
+                    harmonic_cepstrum [B, T, Lh], noise_cepstrum [B, T, Ln]
 
-Why this split.  The parts with data-dependent control flow stay outside the graphs, in numpy, as
-small exact ports of the torch code: rounding the predicted durations and expanding tokens to frames
-(the output length depends on the values), the K Euler steps of the refiner (K and the temperature are
-run-time controls; the start noise is torch's per-item seeded normal noise, reproduced bit for bit up
-to float rounding by `tts.onnx_runtime.torch_randn`), the vocoder's F0 decoding and its DSP render
-(float64 oscillator phase, counter-based noise, STFT filtering, overlap-add).  Every graph is a pure
-function of its inputs, so parity with eager torch is a float-rounding question (tests/test_onnx.py).
+The acoustic graph is the model's own inference maths, traced and scripted, not re-written: the encoder
+and variance adaptor, `durations_from_log`, the length regulator (`clip_durations`, `expand_frames`), the
+decoder, the refiner's start noise (`gather_noise` from tts.noise's table, which the graph carries) and its
+sampling loop (`EulerLoop`, scripted into one ONNX Loop over K = refine_steps), and `denormalise_mel`.
+The controls and the noise offsets (tts.noise.item_noise_seed of the run's seed and each item's index) are
+inputs, so the ONNX engine computes nothing of the model.  The vocoder graph is the network and its F0 /
+voicing decoding; the DSP render (oscillator, filters, overlap-add) runs in numpy (tts.vocoder.dsp_numpy).
 
 The manifest records what a runtime needs and nothing it could get wrong silently: the mel config, the
-text frontend (symbol table, length limit), the controls (default.json's K and temperature), the model
-constants used by the numpy parts (mel mean/std, refiner sigma, F0 bins, DSP settings), the sha256 of
-each source checkpoint (so a stale export is detected) and of each graph (so a corrupt one is refused).
+text frontend (symbol table, length limit), the voice's default controls (the checkpoint's own), the DSP
+settings, the sha256 of each source checkpoint (so a stale export is detected) and of each graph (so a
+corrupt one is refused).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
-import math
 import sys
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from tts.onnx_runtime import FORMAT, GRAPHS, MANIFEST  # the runtime's (torch-free) names of what it reads
+from tts.models.layers.length_regulator import clip_durations, durations_from_log, expand_frames
+from tts.models.nonautoregressive import denormalise_mel
+from tts.models.refiner import gather_noise, start_point
+# the engine's (torch-free) names of what it reads
+from tts.runtime.onnx_engine import ACOUSTIC_INPUTS, FORMAT, GRAPHS, MANIFEST
 
 OPSET = 17
 
@@ -60,62 +65,79 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-# --- the graphs: thin wrappers over the models' own sub-modules (no copied maths) ------------------
-class AcousticEncoder(nn.Module):
-    """FastSpeech2.infer up to the duration prediction, with pitch_shift as an input (0 = as predicted;
-    adding 0.0 is exact, so one graph serves both) and pitch/energy scale 1 (not run-time controls)."""
+# --- the graphs: the models' own modules and functions, traced and scripted ---------------------------
+class _Front(nn.Module):
+    """FastSpeech2's encoder and variance adaptor at inference (pitch_shift a tensor input; pitch/energy
+    scale 1): -> (hidden [B, L, D] with pitch/energy embeddings, log-durations [B, L], token mask [B, L])."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
 
     def forward(self, tokens: torch.Tensor, token_lengths: torch.Tensor, pitch_shift: torch.Tensor):
-        m = self.model
         mask = torch.arange(tokens.shape[1], device=tokens.device)[None, :] < token_lengths[:, None]  # [B, L]
-        h = m.encode(tokens, mask)
-        var = m.variance
-        log_d = var.duration_predictor(h, mask)
-        pitch = var.pitch_predictor(h, mask)
-        energy = var.energy_predictor(h, mask)
-        # VarianceAdaptor.control_pitch's shift, in normalised units (shift * ln 2 / 12 / log_std)
-        pitch = (pitch + pitch_shift * (math.log(2.0) / 12.0) / var.pitch_log_std) * mask.to(pitch.dtype)
-        hidden = h + var.pitch_embedding(pitch, mask) + var.energy_embedding(energy, mask)
-        return hidden, log_d
+        var = self.model.variance(self.model.encode(tokens, mask), mask, pitch_shift=pitch_shift)
+        return var.hidden, var.log_durations, mask
 
 
-class AcousticDecoder(nn.Module):
-    """Regulated frames -> (normalised coarse mel, the refiner's condition = decoder hidden, channels first)."""
+class _Decoder(nn.Module):
+    """Regulated frames [B, T, D], frame mask [B, T] -> (normalised coarse mel [B, M, T], decoder hidden
+    [B, D, T], the refiner's condition)."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
 
-    def forward(self, frames: torch.Tensor, frame_lengths: torch.Tensor):
-        mask = torch.arange(frames.shape[1], device=frames.device)[None, :] < frame_lengths[:, None]  # [B, T]
-        hidden, coarse = self.model.decode(frames, mask)
+    def forward(self, frames: torch.Tensor, frame_mask: torch.Tensor):
+        hidden, coarse = self.model.decode(frames, frame_mask)
         return coarse, hidden.transpose(1, 2)
 
 
-class RefinerVelocity(nn.Module):
-    def __init__(self, refiner: nn.Module) -> None:
+class AcousticGraph(nn.Module):
+    """FastSpeech2.infer (parallel decoding, no early stop) as one scriptable module over traced parts."""
+
+    def __init__(self, front: nn.Module, decoder: nn.Module, loop: nn.Module, table: torch.Tensor,
+                 mel_mean: torch.Tensor, mel_std: torch.Tensor, pad_value: float, sigma: float, min_frames: int,
+                 max_frames: int, n_mels: int) -> None:
         super().__init__()
-        self.refiner = refiner
+        self.front, self.decoder, self.loop = front, decoder, loop
+        self.register_buffer("table", table)
+        self.register_buffer("mel_mean", mel_mean)
+        self.register_buffer("mel_std", mel_std)
+        self.pad_value, self.sigma, self.n_mels = pad_value, sigma, n_mels
+        self.min_frames, self.max_frames = min_frames, max_frames
 
-    def forward(self, x, t, coarse, cond, mask):
-        return self.refiner.velocity(x, t, coarse, cond, mask)
+    def forward(self, tokens: torch.Tensor, token_lengths: torch.Tensor, speed: torch.Tensor,
+                pitch_shift: torch.Tensor, temperature: torch.Tensor, refine_steps: torch.Tensor,
+                noise_offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        hidden, log_d, token_mask = self.front(tokens, token_lengths, pitch_shift)
+        d = durations_from_log(log_d, token_mask, float(speed), self.min_frames)
+        d, truncated = clip_durations(d, self.max_frames)
+        lengths = d.sum(1)  # [B]
+        n = max(int(lengths.max()), 1)
+        frames, _ = expand_frames(hidden, d, n)
+        frame_mask = torch.arange(n, device=tokens.device)[None, :] < lengths[:, None]  # [B, T]
+        coarse, cond = self.decoder(frames, frame_mask)
+        m = frame_mask[:, None, :].to(coarse.dtype)
+        steps = int(refine_steps)
+        # K = 0 is the coarse mel exactly (FlowMatchingRefiner.sample): no noise then
+        temp = float(temperature) * float(min(steps, 1))
+        x0 = start_point(coarse, gather_noise(self.table, noise_offsets, self.n_mels, n), m, temp, self.sigma)
+        x, _ = self.loop(x0, torch.cat([cond, coarse * m], dim=1), m, steps)  # == FlowMatchingRefiner.condition
+        return denormalise_mel(x, frame_mask, self.mel_mean, self.mel_std, self.pad_value), lengths, truncated
 
 
-class VocoderNetwork(nn.Module):
-    """SourceFilterVocoder.frame_params as one tensor (the head's channels, split by the runtime)."""
+class VocoderFrames(nn.Module):
+    """SourceFilterVocoder.frame_params + decode: mel -> (f0, voiced, harmonic / noise cepstra [B, T, L])."""
 
     def __init__(self, vocoder: nn.Module) -> None:
         super().__init__()
         self.vocoder = vocoder
 
-    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+    def forward(self, mel: torch.Tensor):
         p = self.vocoder.frame_params(mel)
-        return torch.cat([p.f0_logits, p.voicing_logits[:, None], p.harmonic_cepstrum.transpose(1, 2),
-                          p.noise_cepstrum.transpose(1, 2)], dim=1)
+        f0, voiced = self.vocoder.decode(p)
+        return f0, voiced, p.harmonic_cepstrum, p.noise_cepstrum
 
 
 def _portable(path: Path) -> str:
@@ -148,30 +170,58 @@ def _attention_for_export(query: torch.Tensor, key: torch.Tensor, value: torch.T
     return torch.matmul(torch.softmax(scores, dim=-1), value)
 
 
-def _export_graph(module: nn.Module, args: tuple, path: Path, inputs: list[str], outputs: list[str],
-                  dynamic: dict[str, dict[int, str]]) -> None:
-    # The TorchScript exporter: it needs neither `onnxscript` nor the dynamo stack and traces these graphs
-    # exactly (their only Python branches depend on shapes and configuration, never on values).  Attention is
-    # traced through `_attention_for_export` (the same maths, a lighter graph), restored afterwards.
+@contextlib.contextmanager
+def _export_attention() -> Iterator[None]:
+    """F.scaled_dot_product_attention traced as `_attention_for_export` (the same maths, a lighter graph)
+    while the graphs are traced and exported; restored afterwards."""
     import torch.nn.functional as F
 
     sdpa = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = _attention_for_export
     try:
-        torch.onnx.export(module.eval(), args, str(path), input_names=inputs, output_names=outputs,
-                          dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer warnings about shape-derived Python values (exact here)
+            yield
     finally:
         F.scaled_dot_product_attention = sdpa
 
 
-def export(out_dir: str | Path, acoustic: str | Path | None = None, vocoder: str | None = None) -> ExportResult:
-    """Export the default voice (or the given shipped/compatible acoustic checkpoint and source-filter
-    vocoder) into `out_dir`; returns the manifest written there."""
-    import warnings
+def _export_graph(module: nn.Module, args: tuple, path: Path, inputs: list[str], outputs: list[str],
+                  dynamic: dict[str, dict[int, str]]) -> None:
+    # The TorchScript exporter: it needs neither `onnxscript` nor the dynamo stack; a scripted module's
+    # loops become ONNX Loops (the refiner's K steps), its traced parts are exact (their only Python
+    # branches depend on shapes and configuration, never on values).
+    torch.onnx.export(module.eval(), args, str(path), input_names=inputs, output_names=outputs,
+                      dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
 
+
+def acoustic_graph(model: nn.Module) -> torch.jit.ScriptModule:
+    """The NAR's inference as one scripted module: traced encoder/variance, decoder and velocity network,
+    glued by the model's own scriptable functions (length regulation, noise, the Euler loop)."""
+    from tts.models.refiner import EulerLoop, noise_table
+
+    d, m = model.mel_proj.in_features, model.n_mels
+    tokens = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 0, 0, 0, 0]])
+    lengths = torch.tensor([7, 3])
+    t = 23
+    frame_mask = torch.arange(t)[None, :] < torch.tensor([t, 15])[:, None]
+    mask = frame_mask[:, None, :].float()
+    # traced with a non-zero shift so that the shift's addition is in the graph (adding 0.0 is exact)
+    front = torch.jit.trace(_Front(model), (tokens, lengths, torch.tensor(0.5)))
+    decoder = torch.jit.trace(_Decoder(model), (torch.randn(2, t, d), frame_mask))
+    net = torch.jit.trace(model.refiner.net, (torch.randn(2, m, t), torch.tensor([0.0, 0.5]), torch.randn(2, d + m, t), mask))
+    graph = AcousticGraph(front, decoder, EulerLoop(net), noise_table(), model.mel_mean.float(), model.mel_std.float(),
+                          float(model.mel_pad_value), float(model.refiner.sigma), int(model.min_token_frames),
+                          int(model.max_frames), m)
+    return torch.jit.script(graph)
+
+
+def export(out_dir: str | Path, acoustic: str | Path | None = None, vocoder: str | None = None) -> ExportResult:
+    """Export the default voice (or the given acoustic checkpoint and source-filter vocoder) into `out_dir`;
+    returns the manifest written there."""
     from tts import checkpoint
-    from tts.inference import shipped_checkpoint, shipped_controls, shipped_defaults
     from tts.models.nonautoregressive import FastSpeech2
+    from tts.runtime.release import shipped_checkpoint, shipped_defaults
     from tts.vocoder.registry import SHIPPED, load_vocoder
     from tts.vocoder.source_filter import SourceFilterVocoder
 
@@ -179,67 +229,42 @@ def export(out_dir: str | Path, acoustic: str | Path | None = None, vocoder: str
     acoustic_path = Path(acoustic) if acoustic is not None else shipped_checkpoint(defaults["acoustic"])
     vocoder_name = vocoder or defaults["vocoder"]
     loaded = checkpoint.load(acoustic_path)
-    model = loaded.model.eval()
+    model = loaded.model.float().eval()
     if not isinstance(model, FastSpeech2):
         raise ValueError(f"{acoustic_path}: only the non-autoregressive FastSpeech2 exports to ONNX "
                          f"(an autoregressive decoder loop is not a static graph), got {type(model).__name__}")
     if model.refiner is None:
-        raise ValueError(f"{acoustic_path}: the model has no refiner; the ONNX runtime expects the default NAR")
+        raise ValueError(f"{acoustic_path}: the model has no refiner; the ONNX engine expects the default NAR")
     voc = load_vocoder(vocoder_name, loaded.mel_config)
     if not isinstance(voc, SourceFilterVocoder):
         raise ValueError(f"vocoder {vocoder_name!r}: only the source-filter vocoder exports (its DSP runs in numpy), "
                          f"got {type(voc).__name__}")
+    voc = voc.float().eval()
     vocoder_file = SHIPPED[vocoder_name][0] if vocoder_name in SHIPPED else Path(vocoder_name)
-    controls = shipped_controls(acoustic_path)
-    controls = {"refine_steps": int(controls.get("refine_steps", model.refine_steps)),
-                "temperature": float(controls.get("temperature", model.refine_temperature))}
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    d, m = model.mel_proj.in_features, model.n_mels
-    tokens = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 0, 0, 0, 0]])
-    lengths = torch.tensor([7, 3])
-    t = 23
-    frames = torch.randn(2, t, d)
-    frame_lengths = torch.tensor([t, 15])
-    mask = (torch.arange(t)[None, :] < frame_lengths[:, None]).float()[:, None, :]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tracer warnings about shape-derived Python ints (they are exact here)
-        _export_graph(AcousticEncoder(model), (tokens, lengths, torch.tensor(0.0)), out / "acoustic_encoder.onnx",
-                      ["tokens", "token_lengths", "pitch_shift"], ["hidden", "log_durations"],
-                      {"tokens": {0: "B", 1: "L"}, "token_lengths": {0: "B"}, "hidden": {0: "B", 1: "L"},
-                       "log_durations": {0: "B", 1: "L"}})
-        _export_graph(AcousticDecoder(model), (frames, frame_lengths), out / "acoustic_decoder.onnx",
-                      ["frames", "frame_lengths"], ["coarse", "cond"],
-                      {"frames": {0: "B", 1: "T"}, "frame_lengths": {0: "B"}, "coarse": {0: "B", 2: "T"},
-                       "cond": {0: "B", 2: "T"}})
-        _export_graph(RefinerVelocity(model.refiner),
-                      (torch.randn(2, m, t), torch.tensor([0.0, 0.5]), torch.randn(2, m, t), torch.randn(2, d, t), mask),
-                      out / "refiner_velocity.onnx", ["x", "t", "coarse", "cond", "mask"], ["velocity"],
-                      {"x": {0: "B", 2: "T"}, "t": {0: "B"}, "coarse": {0: "B", 2: "T"}, "cond": {0: "B", 2: "T"},
-                       "mask": {0: "B", 2: "T"}, "velocity": {0: "B", 2: "T"}})
-        _export_graph(VocoderNetwork(voc), (torch.randn(1, m, t) - 5.0,), out / "vocoder_network.onnx",
-                      ["mel"], ["params"], {"mel": {0: "B", 2: "T"}, "params": {0: "B", 2: "T"}})
+    m = model.n_mels
+    tokens, lengths = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 0, 0, 0, 0]]), torch.tensor([7, 3])
+    with _export_attention():
+        _export_graph(acoustic_graph(model), (tokens, lengths, torch.tensor(1.0), torch.tensor(0.0), torch.tensor(0.667),
+                                              torch.tensor(2), torch.tensor([123, 4567])),
+                      out / "acoustic.onnx", list(ACOUSTIC_INPUTS), ["mels", "mel_lengths", "truncated"],
+                      {"tokens": {0: "B", 1: "L"}, "token_lengths": {0: "B"}, "noise_offsets": {0: "B"},
+                       "mels": {0: "B", 2: "T"}, "mel_lengths": {0: "B"}, "truncated": {0: "B"}})
+        _export_graph(VocoderFrames(voc), (torch.randn(1, m, 23) - 5.0,), out / "vocoder.onnx", ["mel"],
+                      ["f0", "voiced", "harmonic_cepstrum", "noise_cepstrum"],
+                      {"mel": {0: "B", 2: "T"}, "f0": {0: "B", 1: "T"}, "voiced": {0: "B", 1: "T"},
+                       "harmonic_cepstrum": {0: "B", 1: "T"}, "noise_cepstrum": {0: "B", 1: "T"}})
 
     syn = voc.synthesis
     manifest = {
         "format": FORMAT,
         "mel_config": loaded.mel_config.to_dict(),
         "frontend": loaded.meta.frontend,
-        "controls": controls,
-        "acoustic": {
-            "d_model": d, "n_mels": m,
-            "mel_mean": model.mel_mean.tolist(), "mel_std": model.mel_std.tolist(),
-            "mel_pad_value": float(model.mel_pad_value), "min_token_frames": int(model.min_token_frames),
-            "max_frames": int(model.max_frames), "refiner_sigma": float(model.refiner.sigma),
-        },
-        "vocoder": {
-            "f0_min": voc.bins.f0_min, "f0_max": voc.bins.f0_max, "cents_per_bin": voc.bins.cents_per_bin,
-            "n_bins": voc.bins.n_bins, "harmonic_cepstrum": voc.n_harmonic, "noise_cepstrum": voc.n_noise,
-            "voicing_threshold": voc.voicing_threshold, "sample_rate": syn.sample_rate,
-            "hop_length": syn.hop_length, "frame_hop": syn.frame_hop, "window": syn.window,
-            "cutoff_hz": syn.cutoff_hz, "seed": syn.seed,
-        },
+        "controls": model.inference_spec().defaults,  # the voice's own: Controls' defaults on the ONNX engine
+        "vocoder": {"sample_rate": syn.sample_rate, "hop_length": syn.hop_length, "frame_hop": syn.frame_hop,
+                    "window": syn.window, "cutoff_hz": syn.cutoff_hz, "seed": syn.seed},
         "sources": {
             "acoustic": file_entry(acoustic_path, path=_portable(acoustic_path)),
             "vocoder": file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file)),

@@ -34,16 +34,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import soundfile as sf
 
-if TYPE_CHECKING:  # annotations only: the ONNX runtime path never imports torch
-    import torch
-
-# torch-free imports only: the ONNX runtime must start without torch (tts.benchmark cold-start); torch
-# and the model code load in the torch branch of _run
+# torch-free imports only: the ONNX engine must start without torch (the cold-start benchmark); torch and
+# the model code load when open_pipeline chooses the torch engine
 from tts.errors import CheckpointError, MelConfigMismatchError, SynthesisError
 from tts.text.errors import TextError
 
@@ -74,7 +70,7 @@ def protect_text_values(argv: list[str]) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from tts.inference_text import check_controls
+    from tts.runtime.controls import Controls
 
     p = argparse.ArgumentParser(prog="python -m tts.synthesize", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -124,7 +120,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for flag, name, value in (("--refine-steps", "refine_steps", args.refine_steps), ("--temperature", "temperature", args.temperature),
                               ("--speed", "speed", args.speed), ("--pitch", "pitch_shift", args.pitch)):
         try:
-            check_controls({name: value})
+            Controls().replace(**{name: value})
         except ValueError as e:
             p.error(f"{flag}: {e}")
     if not 0 <= args.seed < 2**31:
@@ -232,9 +228,7 @@ class PcmStdout:
         self.out = sys.stdout.buffer
         self.sample_rate = sample_rate
 
-    def write(self, wave: "torch.Tensor | np.ndarray") -> None:
-        if hasattr(wave, "detach"):
-            wave = wave.detach().cpu().float().numpy()
+    def write(self, wave: np.ndarray) -> None:
         samples = np.asarray(wave, dtype=np.float32).reshape(-1)
         if not np.isfinite(samples).all():
             raise OutputError("refusing to write non-finite audio")
@@ -267,9 +261,7 @@ class WavStream:
         except (OSError, RuntimeError) as e:  # soundfile raises LibsndfileError, a RuntimeError
             raise OutputError(f"cannot write {tmp}: {e}") from None
 
-    def write(self, wave: "torch.Tensor | np.ndarray") -> None:
-        if hasattr(wave, "detach"):  # a torch tensor (the torch runtime); the ONNX runtime hands numpy
-            wave = wave.detach().cpu().float().numpy()
+    def write(self, wave: np.ndarray) -> None:
         samples = np.asarray(wave, dtype=np.float32).reshape(-1)
         if not np.isfinite(samples).all():  # the inference path refuses these; never write one whatever happens
             raise OutputError("refusing to write non-finite audio")
@@ -322,28 +314,20 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
             if args.stream:  # the wav grows at --out itself; a failed run removes it (main removes `reserved`)
                 reserved[0].unlink()
                 reserved[0] = args.out
-        runtime = choose_runtime(args)
-        if runtime == "onnx":
-            from tts.onnx_runtime import DEFAULT_ONNX_DIR, OnnxSynthesizer
+        from tts.runtime.release import choose_runtime, open_pipeline
 
-            synth = OnnxSynthesizer.load(args.onnx_dir or DEFAULT_ONNX_DIR, threads=args.threads or 1)
-            sample_rate = synth.sample_rate
-            extra = {}
-        else:
-            import torch
-
-            from tts.inference import Synthesizer, shipped_checkpoint, shipped_defaults
+        runtime = choose_runtime(args.runtime, args.model, args.checkpoint, args.vocoder, args.device, args.onnx_dir)
+        if runtime == "torch":
             from tts.vocoder.pretrained import PretrainedVocoderError
 
-            if args.threads:
-                torch.set_num_threads(args.threads)
-            defaults = shipped_defaults() if args.checkpoint is None or args.vocoder is None else {}
-            acoustic = args.checkpoint or shipped_checkpoint(args.model or defaults["acoustic"])
-            vocoder = args.vocoder or defaults["vocoder"]
-            check_vocoder_path(vocoder)
-            synth = Synthesizer.from_paths(acoustic, vocoder, device=args.device)
-            sample_rate = synth.mel_config.sample_rate
-            extra = dict(ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed)
+            if args.vocoder is not None:
+                check_vocoder_path(args.vocoder)
+        pipeline = open_pipeline(args.model, args.checkpoint, args.vocoder, runtime, args.device, args.onnx_dir,
+                                 args.threads)
+        controls = pipeline.controls(refine_steps=args.refine_steps, temperature=args.temperature, speed=args.speed,
+                                     pitch_shift=args.pitch, block_frames=args.block_frames, seed=args.seed)
+        sample_rate = pipeline.sample_rate
+        repairs = dict(ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed)
         stream = PcmStdout(sample_rate) if to_stdout else WavStream(reserved[0], args.out, sample_rate)
         progress = None
         if not args.quiet:
@@ -351,14 +335,11 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
                 if total > 1:
                     print(f"\r  {done}/{total} sentences", end="\n" if done == total else "", file=sys.stderr, flush=True)
         try:
-            if args.block_frames is not None:
-                extra["block_frames"] = args.block_frames
             if args.stream:
-                result = stream_to(synth, stream, text, args, extra)
+                result = stream_to(pipeline, stream, text, controls, repairs)
             else:
-                result = synth.synthesize(text, batch_size=args.batch_size, refine_steps=args.refine_steps,
-                                          temperature=args.temperature, speed=args.speed, pitch_shift=args.pitch,
-                                          progress=progress, seed=args.seed, sink=stream.write, **extra)
+                result = pipeline.synthesize(text, controls, batch_size=args.batch_size, progress=progress,
+                                             sink=stream.write, **repairs)
             stream.commit()
             if args.stream:
                 reserved.clear()  # the wav at --out is the result now, not a leftover to remove
@@ -391,48 +372,17 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
     return 0
 
 
-def stream_to(synth, writer: "PcmStdout | WavStream", text: str, args: argparse.Namespace, extra: dict):
-    """--stream: `Synthesizer.stream_utterance` chunks into `writer` as they come -> a SynthesisResult."""
-    from tts.inference import SynthesisResult
+def stream_to(pipeline, writer: "PcmStdout | WavStream", text: str, controls, repairs: dict):
+    """--stream: the pipeline's stream chunks into `writer` as they come -> a SynthesisResult."""
+    from tts.runtime.pipeline import SynthesisResult
 
-    utt = synth.utterance(text, seed=args.seed, refine_steps=args.refine_steps, temperature=args.temperature,
-                          speed=args.speed, pitch_shift=args.pitch, **extra)
+    utt = pipeline.utterance(text, controls, **repairs)
     n = 0
-    for chunk in synth.stream_utterance(utt):
+    for chunk in pipeline.stream_utterance(utt):
         writer.write(chunk)
-        n += chunk.numel()
-    return SynthesisResult(chunk.new_zeros(0), synth.mel_config.sample_rate, [p.text for p in utt.parts],
+        n += chunk.size
+    return SynthesisResult(np.zeros(0, np.float32), pipeline.sample_rate, [p.text for p in utt.parts],
                            utt.run.timings, utt.run.notes, streamed_samples=n)
-
-
-def choose_runtime(args: argparse.Namespace) -> str:
-    """"torch" or "onnx" for this run (--runtime; "auto" as the module docstring says).  Asking the ONNX
-    runtime for something its export does not hold is a ValueError (exit 2) naming it."""
-    from tts.inference_text import shipped_defaults
-    from tts.onnx_runtime import DEFAULT_ONNX_DIR, export_is_current, read_manifest
-
-    if args.runtime == "torch":
-        return "torch"
-    onnx_dir = args.onnx_dir or DEFAULT_ONNX_DIR
-    defaults = shipped_defaults()
-    wanted = []
-    if args.checkpoint is not None:
-        wanted.append(f"--checkpoint {args.checkpoint}")
-    if args.model not in (None, defaults["acoustic"]):
-        wanted.append(f"--model {args.model}")
-    if args.vocoder not in (None, defaults["vocoder"]):
-        wanted.append(f"--vocoder {args.vocoder}")
-    if args.device != "cpu":
-        wanted.append(f"--device {args.device}")
-    if args.stream or args.block_frames:
-        wanted.append("--stream" if args.stream else f"--block-frames {args.block_frames}")
-    if args.runtime == "auto":
-        return "onnx" if not wanted and export_is_current(onnx_dir) else "torch"
-    if wanted:
-        raise ValueError(f"--runtime onnx runs the exported default voice on the CPU only; not {', '.join(wanted)} "
-                         "(use --runtime torch)")
-    read_manifest(onnx_dir, verify=False)  # a missing export: exit 4 naming the export command
-    return "onnx"
 
 
 def check_vocoder_path(vocoder: str) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from data_prep.corpus import read_metadata, read_split, wav_path
 from tts.audio import save_wav
-from tts.inference import SYSTEM_VOCODER, SystemSpec
+from tts.data.corpus import read_metadata, read_split, wav_path
+from tts.evaluation.systems import SYSTEM_VOCODER, SystemSpec
 
 
 def parse_synth(spec: str) -> SystemSpec:
@@ -54,15 +54,15 @@ def pick_sentences(data_root: Path, split: str, n: int, seed: int) -> dict[str, 
 
 def synthesise_folder(system: SystemSpec, sentences: dict[str, str], out_dir: Path, seed: int = 0) -> Path:
     """out_dir/ID.wav for each sentence through `system`, by THE inference path as `recipes.evaluate` makes
-    its wavs (Synthesizer.synthesize_items: one token sequence per sentence, noise seeded from (seed, the
+    its wavs (Pipeline.synthesize_items: one token sequence per sentence, noise seeded from (seed, the
     sentence's position among `sentences`)); existing files are kept (resumable)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     position = {uid: k for k, uid in enumerate(sentences)}
     todo = [uid for uid in sentences if not (out_dir / f"{uid}.wav").is_file()]
     if todo:
-        synth = system.synthesizer()
+        pipeline = system.pipeline()
         for uid in todo:
-            [item] = system.synthesize_items(synth, [sentences[uid]], seed=seed, indices=[position[uid]])
+            [item] = system.synthesize_items(pipeline, [sentences[uid]], seed=seed, indices=[position[uid]])
             save_wav(out_dir / f"{uid}.wav", item.wave, item.sample_rate)
     return out_dir
 

@@ -28,7 +28,7 @@ from tts.models.layers.alignment import ARFailure, analyse_alignment, guided_att
 from tts.models.layers.conv import Postnet, pad_to_multiple
 from tts.models.layers.tacotron_decoder import TacotronDecoder
 from tts.models.layers.tacotron_encoder import TacotronEncoder
-from tts.models.outputs import LossOutput, MelOutput
+from tts.models.outputs import InferenceSpec, LossOutput, MelOutput
 
 __all__ = ["Tacotron2", "AROutput", "ARInferenceOutput", "ARFailure", "analyse_alignment"]
 
@@ -297,6 +297,10 @@ class Tacotron2(nn.Module):
         return torch.ceil(frames / self.r).long()
 
     @torch.no_grad()
+    def inference_spec(self) -> InferenceSpec:
+        """Tacotron 2 takes no control but the seed (its prenet dropout stays on at inference)."""
+        return InferenceSpec(controls=frozenset(), block_mode=False, autoregressive=True, defaults={})
+
     def infer(
         self,
         tokens: torch.Tensor,

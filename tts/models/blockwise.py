@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tts.models.layers.transformer import BlockLayout, FFTStack, block_causal_mask, sinusoidal_positions
-from tts.models.refiner import FlowMatchingRefiner, per_item_noise
+from tts.models.refiner import FlowMatchingRefiner, start_point
 
 __all__ = [
     "BlockLayout",
@@ -268,25 +268,15 @@ class StreamingRefiner:
 
 def _refine_window(refiner: FlowMatchingRefiner, coarse: torch.Tensor, cond: torch.Tensor, mask: torch.Tensor,
                    eps: torch.Tensor, steps: int, temperature: float) -> torch.Tensor:
-    """The Euler loop of `FlowMatchingRefiner.sample` on a window with given noise eps [B, M, w]."""
+    """`FlowMatchingRefiner.sample`'s start point and loop on a window with given noise eps [B, M, w]."""
     m = mask[:, None, :].to(coarse.dtype)
-    coarse = coarse * m
-    x = coarse + temperature * refiner.sigma * eps.to(coarse.dtype) * m
-    dt = 1.0 / steps
-    for i in range(steps):
-        t = torch.full((coarse.shape[0],), i * dt, device=coarse.device, dtype=coarse.dtype)
-        x = x + dt * refiner.velocity(x, t, coarse, cond, m)
-    return x * m
+    x0 = start_point(coarse, eps.to(coarse.dtype), m, temperature, refiner.sigma)
+    return refiner.loop()(x0, refiner.condition(coarse, cond, m), m, steps)[0]
 
 
 def receptive_half_width(refiner: FlowMatchingRefiner) -> int:
     """Frames on each side one velocity evaluation reads (the dilated convs; 1x1 convs add none)."""
     return sum(blk.conv.dilation[0] * (blk.conv.kernel_size[0] // 2) for blk in refiner.net.blocks)
-
-
-def whole_noise(shape: torch.Size, lengths: Sequence[int], seeds: Sequence[int] | None) -> torch.Tensor:
-    """The refiner's start noise for whole utterances: the same draw `FlowMatchingRefiner.sample` makes."""
-    return per_item_noise(shape, lengths, seeds)
 
 
 def n_blocks(n_frames: int, block_frames: int) -> int:

@@ -42,7 +42,7 @@ from tts.models.layers.length_regulator import check_durations, durations_from_l
 from tts.models.blockwise import BlockDecoder, BlockPrenet, DecodedBlock, StreamingRefiner
 from tts.models.layers.transformer import BlockLayout, FFTStack
 from tts.models.layers.variance import VarianceAdaptor, VarianceTargets
-from tts.models.outputs import LossOutput, MelOutput
+from tts.models.outputs import InferenceSpec, LossOutput, MelOutput
 from tts.models.refiner import FlowMatchingRefiner, per_item_noise
 
 __all__ = ["FastSpeech2", "FastSpeech2Output", "NARInferenceOutput", "NARPlan", "MelChunk"]
@@ -96,6 +96,14 @@ class MelChunk:
 
     start: int
     mels: torch.Tensor  # [B, M, n] raw log-mel, the log floor on padded frames
+
+
+def denormalise_mel(mel: torch.Tensor, mask: torch.Tensor, mean: torch.Tensor, std: torch.Tensor,
+                    pad_value: float) -> torch.Tensor:
+    """Normalised mel [B, M, T], frame mask [B, T], per-channel mean/std [M] -> raw log-mel, padding =
+    pad_value.  Scriptable: the exported acoustic graph ends with it (tts/export.py)."""
+    raw = mel * std[:, None] + mean[:, None]
+    return raw.masked_fill(~mask[:, None, :], pad_value)
 
 
 class FastSpeech2(nn.Module):
@@ -251,8 +259,7 @@ class FastSpeech2(nn.Module):
 
     def denormalise(self, mel: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """normalised [B, M, T], frame mask [B, T] -> raw log-mel, padding = mel_pad_value."""
-        raw = mel * self.mel_std[:, None] + self.mel_mean[:, None]
-        return raw.masked_fill(~mask[:, None, :], self.mel_pad_value)
+        return denormalise_mel(mel, mask, self.mel_mean, self.mel_std, self.mel_pad_value)
 
     # --- building blocks ---------------------------------------------------------------------------
     def encode(self, tokens: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
@@ -426,6 +433,14 @@ class FastSpeech2(nn.Module):
             truncated=plan.truncated,
         )
 
+    def inference_spec(self) -> InferenceSpec:
+        """The controls `infer` takes and this checkpoint's own defaults (tts.runtime reads them)."""
+        return InferenceSpec(
+            controls=frozenset({"refine_steps", "temperature", "speed", "pitch_shift", "block_frames"}),
+            block_mode=self.block_prenet is not None, autoregressive=False,
+            defaults={"refine_steps": self.refine_steps if self.refiner is not None else 0,
+                      "temperature": self.refine_temperature, "block_frames": self.block_frames or 0})
+
     def _refine_controls(self, refine_steps: int | None, temperature: float | None) -> tuple[int, float]:
         steps = self.refine_steps if refine_steps is None else int(refine_steps)
         if steps < 0:
@@ -455,6 +470,8 @@ class FastSpeech2(nn.Module):
     def prepare(self, tokens: torch.Tensor, token_lengths: torch.Tensor, speed: float = 1.0, pitch_shift: float = 0.0,
                 pitch_scale: float = 1.0, energy_scale: float = 1.0, durations: torch.Tensor | None = None) -> NARPlan:
         """The parallel part of `infer` (same controls): tokens [B, L] -> NARPlan with frames [B, T, D]."""
+        if not speed > 0:
+            raise ValueError(f"speed must be > 0, got {speed}")
         token_mask = lengths_to_mask(token_lengths, tokens.shape[1])
         h = self.encode(tokens, token_mask)
         var = self.variance(h, token_mask, pitch_shift=pitch_shift, pitch_scale=pitch_scale, energy_scale=energy_scale)

@@ -26,3 +26,15 @@ class MelOutput:
 
     mels: torch.Tensor
     mel_lengths: torch.Tensor
+
+
+@dataclass(frozen=True)
+class InferenceSpec:
+    """What a model declares about its inference (tts.runtime's engines read it; nothing is sniffed):
+    the controls it takes (tts.runtime.controls names), whether block-wise decoding works, whether it is
+    autoregressive, and its own default controls (from its config, e.g. the shipped NAR's K and temperature)."""
+
+    controls: frozenset[str]
+    block_mode: bool
+    autoregressive: bool
+    defaults: dict

@@ -33,14 +33,15 @@ works and masking is exact; shallow enough for CPU.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from tts.noise import gaussian_table
 
 
 def timestep_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torch.Tensor:
@@ -53,28 +54,32 @@ def timestep_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torc
 
 
 
-def item_noise_seed(seed: int, index: int) -> int:
-    """The refiner-noise seed of item `index` (its position in its own sentence stream, not in a batch)
-    of a synthesis run seeded with `seed`.  Hashed to 32 bits: torch's CPU generator (mt19937) keeps only
-    the low 32 bits of a seed, so packing (seed, index) into 64 bits would make seeds collide."""
-    if seed < 0 or index < 0:
-        raise ValueError(f"seed and item index must be >= 0, got {seed}, {index}")
-    return int.from_bytes(hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=4).digest(), "little")
+def noise_table() -> torch.Tensor:
+    """tts.noise's standard normal table as a tensor [GAUSSIAN_PERIOD] (shares the numpy array's memory)."""
+    return torch.from_numpy(gaussian_table())
+
+
+def gather_noise(table: torch.Tensor, offsets: torch.Tensor, n_mels: int, n_frames: int) -> torch.Tensor:
+    """Start noise [B, n_mels, n_frames] of the items at table offsets [B] (int64, `item_noise_seed`): value
+    (b, m, t) = table[(offsets[b] + t * n_mels + m) mod len(table)] (tts.noise's definition).  A pure function
+    of (offset, frame, channel): an item's noise does not depend on its batch, padding or window.
+    Scriptable: the exported acoustic graph draws its noise with it from the same table."""
+    t = torch.arange(n_frames, dtype=torch.long, device=offsets.device)
+    m = torch.arange(n_mels, dtype=torch.long, device=offsets.device)
+    idx = torch.remainder(offsets[:, None, None] + t[None, None, :] * n_mels + m[None, :, None], table.shape[0])
+    return table[idx]
 
 
 def per_item_noise(shape: torch.Size, lengths: Sequence[int], seeds: Sequence[int] | None) -> torch.Tensor:
-    """Standard normal noise [B, M, T] (CPU, float32), item k drawn from its own generator seeded with
-    seeds[k] over its first lengths[k] frames only, zeros after: the same item gets the same noise in
-    any batch, with any padding, on any device."""
+    """Standard normal noise [B, M, T] (CPU, float32): item k's first lengths[k] frames from the noise table
+    at offset seeds[k] (`item_noise_seed`; None = 0..B-1), zeros after (`gather_noise`)."""
     b, n_mels, t = shape
     seeds = list(range(b)) if seeds is None else list(seeds)
     if len(seeds) != b or len(lengths) != b:
         raise ValueError(f"need one noise seed and one length per item: {len(seeds)} seeds, {len(lengths)} lengths, {b} items")
-    eps = torch.zeros(b, n_mels, t)
-    for k, (seed, n) in enumerate(zip(seeds, lengths)):
-        g = torch.Generator().manual_seed(int(seed))
-        eps[k, :, : int(n)] = torch.randn(n_mels, int(n), generator=g)
-    return eps
+    eps = gather_noise(noise_table(), torch.tensor(seeds, dtype=torch.long), n_mels, t)
+    return eps * (torch.arange(t)[None, :] < torch.tensor([int(n) for n in lengths])[:, None])[:, None, :]
+
 
 class ResidualBlock(nn.Module):
     """Dilated conv + condition + time FiLM -> gated tanh/sigmoid -> (residual, skip), all [B, C, T]."""
@@ -138,7 +143,45 @@ class VelocityNet(nn.Module):
 class RefinerOutput:
     mels: torch.Tensor  # [B, M, T] refined mel, normalised units, zero on padded frames
     steps_taken: int  # network evaluations done (<= steps; fewer after an early stop)
-    update_rms: list[float] = field(default_factory=list)  # per step, RMS of the update on real frames
+
+
+class EulerLoop(nn.Module):
+    """THE refiner's sampling loop, the one every decoding mode runs (parallel `FlowMatchingRefiner.sample`,
+    the block-wise windows of tts.models.blockwise, and the exported acoustic graph, where it is scripted
+    into one ONNX Loop: tts/export.py): K Euler steps of dx/dt = v(x, t) from t = 0 to 1,
+    x_{i+1} = x_i + v(x_i, i / K) / K.
+
+    net: the velocity network v(x [B, M, T], t [B], condition [B, C + M, T], mask [B, 1, T]).
+    early_stop (None = off): after each step, the RMS of its update over the real elements (mean over the
+    batch) is compared with it; below, the rest of the interval is covered in one jump x + (1 - t) v along
+    the velocity just computed (OT paths are straight).  An attribute, not an argument: the exported loop
+    is scripted with None, which removes the branch from its graph."""
+
+    def __init__(self, net: nn.Module, early_stop: float | None = None) -> None:
+        super().__init__()
+        self.net = net
+        self.early_stop = early_stop
+
+    def forward(self, x: torch.Tensor, condition: torch.Tensor, m: torch.Tensor, steps: int) -> tuple[torch.Tensor, int]:
+        """x [B, M, T] the start point, condition [B, C + M, T], m [B, 1, T] float -> (x at t = 1 times m,
+        network evaluations done)."""
+        dt = 1.0 / max(steps, 1)
+        n_real = (m.sum(dim=(1, 2)) * x.shape[1]).clamp_min(1.0)  # [B] real elements per item
+        for i in range(steps):
+            t = torch.full([x.shape[0]], i * dt, dtype=x.dtype, device=x.device)
+            v = self.net(x, t, condition, m)
+            early_stop = self.early_stop
+            if early_stop is not None:
+                rms = float(((((dt * v) ** 2).sum(dim=(1, 2)) / n_real).sqrt()).mean())
+                if rms < early_stop:
+                    return (x + (1.0 - i * dt) * v) * m, i + 1
+            x = x + dt * v
+        return x * m, steps
+
+
+def start_point(coarse: torch.Tensor, eps: torch.Tensor, m: torch.Tensor, temperature: float, sigma: float) -> torch.Tensor:
+    """x0 = coarse + temperature * sigma * eps on the real frames: coarse, eps [B, M, T], m [B, 1, T]."""
+    return (coarse + temperature * sigma * eps) * m
 
 
 class FlowMatchingRefiner(nn.Module):
@@ -169,10 +212,6 @@ class FlowMatchingRefiner(nn.Module):
         # the coarse mel is part of the condition: the network must know where the flow started
         self.net = VelocityNet(n_mels, cond_channels + n_mels, channels, n_layers, kernel_size, dilation_cycle, time_dim, dropout)
 
-    def velocity(self, x: torch.Tensor, t: torch.Tensor, coarse: torch.Tensor, cond: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x, coarse [B, M, T], t [B], cond [B, C, T], mask [B, 1, T] (float) -> v [B, M, T]."""
-        return self.net(x, t, torch.cat([cond, coarse], dim=1), mask)
-
     def loss(
         self,
         target: torch.Tensor,
@@ -190,7 +229,7 @@ class FlowMatchingRefiner(nn.Module):
         noise = self.sigma * eps
         x_t = (1.0 - tt) * coarse + tt * target + (1.0 - (1.0 - self.sigma_min) * tt) * noise
         u = target - coarse - (1.0 - self.sigma_min) * noise
-        v = self.velocity(x_t * m, t, coarse * m, cond, m)
+        v = self.net(x_t * m, t, self.condition(coarse, cond, m), m)
         return (((v - u) ** 2) * m).sum() / (m.sum() * target.shape[1]).clamp_min(1.0)
 
     @torch.no_grad()
@@ -212,21 +251,19 @@ class FlowMatchingRefiner(nn.Module):
         if steps < 0:
             raise ValueError(f"steps must be >= 0, got {steps}")
         if steps == 0:
-            return RefinerOutput(coarse, 0, [])
+            return RefinerOutput(coarse, 0)
         m = mask[:, None, :].to(coarse.dtype)
-        n_real = (m.sum(dim=(1, 2)) * coarse.shape[1]).clamp_min(1.0)  # [B] real elements per item
-        coarse = coarse * m
         eps = per_item_noise(coarse.shape, mask.sum(dim=1).tolist(), noise_seeds).to(coarse.device, coarse.dtype)
-        x = coarse + temperature * self.sigma * eps * m
-        dt = 1.0 / steps
-        rms: list[float] = []
-        for i in range(steps):
-            t = torch.full((coarse.shape[0],), i * dt, device=coarse.device, dtype=coarse.dtype)
-            v = self.velocity(x, t, coarse, cond, m)
-            update = dt * v
-            rms.append(float(((update**2).sum(dim=(1, 2)) / n_real).sqrt().mean()))
-            if early_stop is not None and rms[-1] < early_stop:
-                x = x + (1.0 - i * dt) * v  # jump to t = 1 along the current (straight-path) velocity
-                return RefinerOutput(x * m, i + 1, rms)
-            x = x + update
-        return RefinerOutput(x * m, steps, rms)
+        x, taken = self.loop(early_stop)(start_point(coarse, eps, m, temperature, self.sigma), self.condition(coarse, cond, m),
+                                         m, steps)
+        return RefinerOutput(x, taken)
+
+    def condition(self, coarse: torch.Tensor, cond: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        """The velocity network's condition: decoder hidden cond [B, C, T] and the masked coarse mel [B, M, T]
+        (the network must know where the flow started) -> [B, C + M, T]."""
+        return torch.cat([cond, coarse * m], dim=1)
+
+    def loop(self, early_stop: float | None = None) -> EulerLoop:
+        """The sampling loop over this refiner's network (made per call: registering it as a submodule
+        would list the network's weights twice in the state dict)."""
+        return EulerLoop(self.net, early_stop)

@@ -1,4 +1,4 @@
-"""python -m tts.serve --host 127.0.0.1 --port 8000 [--runtime torch|onnx] [--max-batch 8] [--batch-wait-ms 5]"""
+"""python -m tts.serve --host 127.0.0.1 --port 8000 [--runtime auto|torch|onnx] [--max-batch 8] [--batch-wait-ms 5]"""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m tts.serve", description=__doc__)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--runtime", choices=["torch", "onnx"], default="torch",
-                   help="torch (default) or onnx (the export of `python -m tts.export`, run by onnxruntime)")
+    p.add_argument("--runtime", choices=["auto", "torch", "onnx"], default="auto",
+                   help="auto (default: the ONNX export of the default voice when it is current and asked for), "
+                        "torch, or onnx (the export of `python -m tts.export`, run by onnxruntime)")
     p.add_argument("--model", choices=["nar", "ar"], default=None, help="shipped acoustic model (default: checkpoints/default.json)")
     p.add_argument("--checkpoint", default=None, help="acoustic checkpoint file (overrides --model)")
     p.add_argument("--vocoder", default=None, help="vocoder (default: checkpoints/default.json)")
@@ -58,27 +59,20 @@ def main(argv: list[str] | None = None) -> int:
 
     from tts.api import load
     from tts.serve.app import create_app
-    from tts.serve.batcher import Batcher, SerialWorker
+    from tts.serve.batcher import Batcher
 
     try:
         limits = ServeLimits(max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
                              first_audio_timeout_s=args.first_audio_timeout, request_timeout_s=args.request_timeout,
                              requests_per_minute=args.rate_limit, seed=args.seed)
-        if args.runtime == "onnx":
-            voice = load(runtime="onnx", threads=args.threads)
-        else:
-            voice = load(args.model, checkpoint=args.checkpoint, vocoder=args.vocoder, device=args.device,
-                         threads=args.threads)
+        voice = load(args.model, checkpoint=args.checkpoint, vocoder=args.vocoder, device=args.device,
+                     runtime=args.runtime, threads=args.threads)
     except Exception as e:  # noqa: BLE001 - a missing checkpoint/export or a bad limit: one line, exit 2
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if voice.runtime == "onnx":  # one call per text (OnnxSynthesizer.synthesize): no cross-request batching
-        batcher = SerialWorker(voice.synth, max_jobs=args.max_pending)
-    else:
-        # an AR decoder's prenet dropout is seeded per batch, not per item: batch 1 keeps its audio reproducible
-        batcher = Batcher(voice.synth, max_batch=1 if voice.synth.autoregressive else args.max_batch,
-                          max_wait_s=args.batch_wait_ms / 1000, max_jobs=args.max_pending,
-                          max_pad_ratio=args.max_pad_ratio)
+    # an AR decoder's prenet dropout is seeded per batch, not per item: batch 1 keeps its audio reproducible
+    batcher = Batcher(voice.pipeline, max_batch=1 if voice.pipeline.capabilities.autoregressive else args.max_batch,
+                      max_wait_s=args.batch_wait_ms / 1000, max_jobs=args.max_pending, max_pad_ratio=args.max_pad_ratio)
     app = create_app(voice, batcher, limits)
     logging.basicConfig(level=args.log_level.upper())
     print(f"tts.serve: {voice.name} ({voice.runtime}) on http://{args.host}:{args.port} max_batch={batcher.max_batch}",

@@ -1,7 +1,7 @@
 """The speech server's FastAPI app (`python -m tts.serve`; tts/serve/__init__.py lists the endpoints).
 
 Requests are checked before any synthesis (4xx with an OpenAI-style JSON error, never a 500 for bad input);
-the text is prepared (`Synthesizer.utterance`: sentence split, over-long sentences cut at clause
+the text is prepared (`Pipeline.utterance`: sentence split, over-long sentences cut at clause
 boundaries) on the thread pool, its parts are spoken by the shared `Batcher`, and the response streams each
 part as soon as its batch is vocoded.  The status line waits for the first part, so a request that cannot
 start (busy server, a failed batch) still gets a proper status; a failure after that ends the stream early.
@@ -25,12 +25,11 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tts.api import Voice
-from tts.listening.app import RateLimiter
-from tts.serve.batcher import Batcher, BatcherBusy, Job, SerialJob, SerialWorker
+from tts.serve.batcher import Batcher, BatcherBusy, Job
 from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder
 from tts.serve.page import page_html
 from tts.text.errors import TextError
-from tts.web_limits import BodyLimit
+from tts.web_limits import BodyLimit, RateLimiter
 
 MODEL_ALIASES = ("tts-1", "tts-1-hd")  # OpenAI's model names, accepted for client compatibility
 VOICES = ("default",)  # one voice per server: the loaded one
@@ -116,9 +115,8 @@ class HeadersAndRateLimit:
         return await self.app(scope, receive, with_headers)
 
 
-def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimits = ServeLimits()) -> FastAPI:
-    """The app over a loaded voice and its running batcher (the caller stops the batcher): a `Batcher` for
-    the torch runtime, a `SerialWorker` for a runtime without `Synthesizer.speak` (ONNX)."""
+def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits()) -> FastAPI:
+    """The app over a loaded voice and its running batcher (the caller stops the batcher)."""
     app = FastAPI(title="tts speech server", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes, too_large=lambda message: JSONResponse(
         error_body(message, code="body_too_large"), status_code=413,
@@ -201,15 +199,10 @@ def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimit
         def deliver(k: int, item) -> None:
             loop.call_soon_threadsafe(parts.put_nowait, (k, item))
 
-        utt = None
         try:
-            if isinstance(batcher, SerialWorker):  # its text is checked by its synthesize, on the worker
-                ctl = {} if speed is None else {"speed": speed}
-                voice.synth.controls(**ctl)
-                job: Job | SerialJob = SerialJob(req.input, limits.seed, ctl, deliver)
-            else:
-                utt = await run_in_threadpool(voice.synth.utterance, req.input, seed=limits.seed, speed=speed)
-                job = Job(utt, deliver)
+            controls = voice.controls(seed=limits.seed, speed=speed)
+            utt = await run_in_threadpool(voice.pipeline.utterance, req.input, controls)
+            job = Job(utt, deliver)
         except TextError as e:
             raise ApiError(400, f"input: {e}", "input", "bad_text") from e
         except ValueError as e:  # a control this model lacks (speed on an AR voice)
@@ -233,11 +226,9 @@ def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimit
                            code="synthesis_failed")
         encoder = Encoder(req.response_format, sample_rate)
 
-        def chunk(k: int, wave) -> bytes:
-            """Part k with the pause before it (a SerialWorker's pieces carry their pauses already)."""
-            if utt is None:
-                return encoder.piece(np.asarray(wave, dtype=np.float32))
-            return encoder.piece(np.concatenate([voice.synth.silence(utt.parts[k].pause_s).numpy(), wave.numpy()]))
+        def chunk(k: int, wave: np.ndarray) -> bytes:
+            """Part k with the pause before it."""
+            return encoder.piece(np.concatenate([voice.pipeline.silence(utt.parts[k].pause_s), wave]))
 
         async def body():
             # an error after the status line is raised: uvicorn then drops the connection without the final
@@ -260,9 +251,7 @@ def create_app(voice: Voice, batcher: Batcher | SerialWorker, limits: ServeLimit
             finally:
                 job.cancelled = True  # the client went away or the stream ended: drop what is left
 
-        headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store"}
-        if utt is not None:
-            headers["X-Parts"] = str(len(utt.parts))
+        headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store", "X-Parts": str(len(utt.parts))}
         return StreamingResponse(body(), media_type=MEDIA_TYPES[req.response_format], headers=headers)
 
     return app

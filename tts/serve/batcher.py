@@ -1,4 +1,4 @@
-"""Dynamic batching across requests: one worker thread owns the Synthesizer and speaks the parts (sentences)
+"""Dynamic batching across requests: one worker thread owns the pipeline and speaks the parts (sentences)
 of every pending request in shared batches.
 
 A request becomes a `Job` (its `Utterance`: parts + seed + controls).  When work is pending the worker waits
@@ -6,8 +6,8 @@ up to `max_wait_s` for more to arrive (unless `max_batch` parts are already wait
 `max_batch` parts round-robin over the jobs that share the first job's seed and controls (one part per job
 per round, in each job's order) whose token lengths are within `max_pad_ratio` of the first one's (a
 batch is padded to its longest part: on a CPU a short sentence padded to a long one costs more than batching
-saves), speaks them with ONE `Synthesizer.speak` call and hands each wave to its job.  Part k of a request gets the noise of (seed, k) whatever batch it lands in, so a request sounds the
-same alone or batched (tests/test_serve.py compares it with `Synthesizer.synthesize`).  `max_batch=1` is the
+saves), speaks them with ONE `Pipeline.speak` call (either engine) and hands each wave to its job.  Part k of a request gets the noise of (seed, k) whatever batch it lands in, so a request sounds the
+same alone or batched (tests/test_serve.py compares it with `Pipeline.synthesize`).  `max_batch=1` is the
 one-at-a-time baseline the load test compares against.
 """
 
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # not imported at run time: the ONNX server runs without torch
-    from tts.inference import Synthesizer, Utterance
+if TYPE_CHECKING:
+    from tts.runtime.pipeline import Pipeline, Utterance
 
 
 class BatcherBusy(RuntimeError):
@@ -42,9 +42,8 @@ class Job:
 
     @property
     def key(self) -> tuple:
-        """Jobs batch together only with the same seed and controls (one `mels` call takes one of each)."""
-        run = self.utterance.run
-        return run.seed, tuple(sorted(run.ctl.items()))
+        """Jobs batch together only with equal controls (one `mels` call takes one value of each)."""
+        return self.utterance.run.controls.batch_key()
 
 
 @dataclass
@@ -52,7 +51,7 @@ class BatcherStats:
     batches: int = 0
     parts: int = 0
     largest_batch: int = 0
-    busy_s: float = 0.0  # wall seconds inside Synthesizer.speak
+    busy_s: float = 0.0  # wall seconds inside Pipeline.speak
 
     def as_dict(self) -> dict[str, float]:
         return {"batches": self.batches, "parts": self.parts, "largest_batch": self.largest_batch,
@@ -64,10 +63,10 @@ class _Worker:
 
     max_batch: int
 
-    def __init__(self, synth: Any, max_jobs: int, name: str) -> None:
+    def __init__(self, pipeline: "Pipeline", max_jobs: int, name: str) -> None:
         if max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1, got {max_jobs}")
-        self.synth, self.max_jobs = synth, max_jobs
+        self.pipeline, self.max_jobs = pipeline, max_jobs
         self.jobs: deque = deque()
         self.cond = threading.Condition()
         self.stats = BatcherStats()
@@ -75,7 +74,7 @@ class _Worker:
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, job: "Job | SerialJob") -> None:
+    def submit(self, job: Job) -> None:
         with self.cond:
             if self._stopped:
                 raise BatcherBusy("the server is shutting down")
@@ -119,13 +118,13 @@ class _Worker:
 
 
 class Batcher(_Worker):
-    def __init__(self, synth: "Synthesizer", max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256,
+    def __init__(self, pipeline: "Pipeline", max_batch: int = 8, max_wait_s: float = 0.005, max_jobs: int = 256,
                  max_pad_ratio: float = 1.5) -> None:
         if max_batch < 1 or max_wait_s < 0 or max_pad_ratio < 1:
             raise ValueError(f"max_batch >= 1, max_wait_s >= 0 and max_pad_ratio >= 1 needed, got "
                              f"{max_batch}, {max_wait_s}, {max_pad_ratio}")
         self.max_batch, self.max_wait_s, self.max_pad_ratio = max_batch, max_wait_s, max_pad_ratio
-        super().__init__(synth, max_jobs, "tts-batcher")
+        super().__init__(pipeline, max_jobs, "tts-batcher")
 
     def _waiting_parts(self) -> int:
         return sum(len(j.utterance.parts) - j.next_part for j in self.jobs if not j.cancelled)
@@ -175,7 +174,7 @@ class Batcher(_Worker):
     def _speak(self, taken: list[tuple[Job, int]]) -> None:
         t0 = time.perf_counter()
         try:
-            waves = self.synth.speak([(job.utterance, k) for job, k in taken])
+            waves = self.pipeline.speak([(job.utterance, k) for job, k in taken])
         except Exception as error:  # noqa: BLE001 - handed to each request of the batch, which reports it
             failed: list[Job] = []
             for job, _ in taken:
@@ -195,60 +194,3 @@ class Batcher(_Worker):
             job.deliver(k, wave)
             if k == len(job.utterance.parts) - 1:
                 job.deliver(-1, None)
-
-
-
-@dataclass(eq=False)
-class SerialJob:
-    """One request for a runtime without `Synthesizer.speak` (the ONNX one): its text and controls.
-    `deliver(k, piece)` gets the k-th piece of audio (a sentence, or the pause before one), then (-1, None),
-    or (-1, error) once."""
-
-    text: str
-    seed: int
-    ctl: dict[str, Any]
-    deliver: Callable[[int, Any], None]
-    cancelled: bool = False
-
-
-class _Cancelled(Exception):
-    pass
-
-
-class SerialWorker(_Worker):
-    """The Batcher's interface for a runtime whose synthesis is one call per text (`synthesize(text,
-    sink=...)`, the ONNX runtime): requests are spoken one at a time in arrival order (their sentences still
-    batched within the request), each piece handed on as it is made.  No cross-request batching."""
-
-    max_batch = 1
-
-    def __init__(self, synth: Any, max_jobs: int = 256) -> None:
-        super().__init__(synth, max_jobs, "tts-serial")
-
-    def _take_work(self) -> SerialJob | None:
-        job = self.jobs.popleft()
-        return None if job.cancelled else job
-
-    def _speak(self, job: SerialJob) -> None:
-        count = [0]
-
-        def sink(piece: Any) -> None:
-            if job.cancelled:
-                raise _Cancelled()  # the client went away: stop this text's synthesis
-            job.deliver(count[0], piece)
-            count[0] += 1
-
-        t0 = time.perf_counter()
-        try:
-            result = self.synth.synthesize(job.text, seed=job.seed, sink=sink, **job.ctl)
-        except _Cancelled:
-            return
-        except Exception as error:  # noqa: BLE001 - handed to the request, which reports it
-            job.deliver(-1, error)
-            return
-        finally:
-            self.stats.busy_s += time.perf_counter() - t0
-        self.stats.batches += 1
-        self.stats.parts += len(result.sentences)
-        self.stats.largest_batch = 1
-        job.deliver(-1, None)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
-from tts.vocoder import noise as noise_hash
-from tts.vocoder.noise import NOISE_PERIOD
+from tts import noise as noise_hash
+from tts.noise import NOISE_PERIOD
 
 TWO_PI = 2.0 * math.pi
 
@@ -122,7 +122,7 @@ _noise_tables: dict[int, torch.Tensor] = {}
 
 
 def _noise_table(seed: int) -> torch.Tensor:
-    """[NOISE_PERIOD] float32: one period of tts.vocoder.noise's hashed noise, made once per seed."""
+    """[NOISE_PERIOD] float32: one period of tts.noise.s hashed noise, made once per seed."""
     table = _noise_tables.get(seed)
     if table is None:
         table = _noise_tables[seed] = torch.from_numpy(noise_hash.hash_noise(seed, 0, NOISE_PERIOD))

@@ -32,26 +32,37 @@ def clip_durations(durations: torch.Tensor, max_frames: int) -> tuple[torch.Tens
 
     Clipping the cumulative sum keeps the first tokens intact and shortens/drops the tail, the only
     choice that keeps the output a prefix of the unclipped one (a runaway duration prediction cannot
-    allocate an unbounded tensor).
+    allocate an unbounded tensor).  Scriptable (the exported acoustic graph runs it: tts/export.py).
     """
     cum = durations.cumsum(dim=1)  # [B, L]
     truncated = cum[:, -1] > max_frames
     clipped = cum.clamp(max=max_frames)
-    clipped = torch.diff(clipped, dim=1, prepend=torch.zeros_like(clipped[:, :1]))
-    return clipped, truncated
+    before = torch.cat([torch.zeros_like(clipped[:, :1]), clipped[:, :-1]], dim=1)  # cumulative end of token l - 1
+    return clipped - before, truncated
 
 
 def frame_token_index(durations: torch.Tensor, n_frames: int) -> torch.Tensor:
     """durations [B, L] -> index [B, n_frames] of the token owning each frame (L past an item's end).
 
     Frame t belongs to token l iff cum[l-1] <= t < cum[l] (cum = inclusive cumulative durations), i.e.
-    l = number of tokens whose cumulative end is <= t: exactly `searchsorted(cum, t, right=True)`.
-    Zero-duration tokens own no frame; frames past the item's total map to L (out of range).
+    l = the number of tokens whose cumulative end is <= t.  Counted by comparison ([B, T, L] booleans, a
+    few MB for a batch) rather than `searchsorted`, which ONNX has no operator for: the exported graph
+    runs this very function.  Zero-duration tokens own no frame; frames past the item's total map to L.
     """
-    cum = durations.cumsum(dim=1).contiguous()  # [B, L] non-decreasing
-    t = torch.arange(n_frames, device=durations.device, dtype=cum.dtype)
-    t = t[None, :].expand(durations.shape[0], n_frames).contiguous()  # [B, T]
-    return torch.searchsorted(cum, t, right=True)
+    cum = durations.cumsum(dim=1)  # [B, L] non-decreasing
+    t = torch.arange(n_frames, device=durations.device, dtype=cum.dtype)  # [T]
+    return (cum[:, None, :] <= t[None, :, None]).sum(dim=2)  # [B, T]
+
+
+def expand_frames(x: torch.Tensor, durations: torch.Tensor, n_frames: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token features x [B, L, D], durations [B, L] (summing to <= n_frames) -> (frames [B, n_frames, D],
+    zero past each item's end; the owning token index [B, n_frames]).  Scriptable: the exported graph's
+    length regulation is this function.  Gradients flow to x through the gather."""
+    n_tokens = x.shape[1]
+    index = frame_token_index(durations, n_frames)  # [B, T] in [0, L]
+    valid = index < n_tokens  # [B, T]; equals lengths_to_mask(totals, T)
+    gather_index = index.clamp(max=n_tokens - 1)[:, :, None].expand(-1, -1, x.shape[2])  # [B, T, D]
+    return torch.gather(x, 1, gather_index) * valid[:, :, None].to(x.dtype), index
 
 
 def regulate_length(
@@ -62,7 +73,6 @@ def regulate_length(
     T = `max_len` if given (teacher forcing: the batch's frame count, so outputs line up with the
     targets), else the longest item (at least 1, so a decoder never sees an empty tensor).
     `max_frames` (inference guard) clips durations first; items longer than T are cut at T too.
-    Gradients flow to x through the gather.
     """
     durations = durations.long().clamp_min(0)
     truncated = torch.zeros(durations.shape[0], dtype=torch.bool, device=durations.device)
@@ -74,11 +84,7 @@ def regulate_length(
         durations, cut = clip_durations(durations, n_frames)
         truncated = truncated | cut
         totals = durations.sum(dim=1)
-    n_tokens = x.shape[1]
-    index = frame_token_index(durations, n_frames)  # [B, T] in [0, L]
-    valid = index < n_tokens  # [B, T]; equals lengths_to_mask(totals, T)
-    gather_index = index.clamp(max=n_tokens - 1)[:, :, None].expand(-1, -1, x.shape[2])  # [B, T, D]
-    frames = torch.gather(x, 1, gather_index) * valid[:, :, None].to(x.dtype)
+    frames, index = expand_frames(x, durations, n_frames)
     return RegulatedOutput(frames, totals, durations, index, truncated)
 
 
@@ -103,28 +109,23 @@ def average_by_durations(
     return means, counts
 
 
-def durations_from_log(
-    log_durations: torch.Tensor,
-    token_mask: torch.Tensor,
-    speed: float = 1.0,
-    min_frames: int = 0,
-) -> torch.Tensor:
+def durations_from_log(log_durations: torch.Tensor, token_mask: torch.Tensor, speed: float = 1.0,
+                       min_frames: int = 0) -> torch.Tensor:
     """Predicted log(d + 1) [B, L] -> integer durations [B, L] (long) for inference.
 
-    d = round((exp(log_d) - 1) / speed), clamped >= `min_frames` on real tokens and 0 on padding.
-    Rounding after the speed division (not before) keeps speed=2 at half the frames up to one rounding
-    per token.  `min_frames=0` (FastSpeech 2's behaviour) lets a token vanish, as pauses and some stops
-    legitimately do in extracted durations; `min_frames=1` guarantees every phoneme is spoken at least
-    one frame.  Whatever the setting, an item whose durations all round to 0 gets 1 frame on its first
-    token, so no output is ever empty.
+    d = round((exp(log_d) - 1) / speed), clamped >= `min_frames` on real tokens and 0 on padding; speed > 0
+    (checked by the caller's controls: this function is scripted into the exported graph, which has no
+    exceptions).  Rounding after the speed division (not before) keeps speed=2 at half the frames up to one
+    rounding per token.  `min_frames=0` (FastSpeech 2's behaviour) lets a token vanish, as pauses and some
+    stops legitimately do in extracted durations; `min_frames=1` guarantees every phoneme is spoken at
+    least one frame.  Whatever the setting, an item whose durations all round to 0 gets 1 frame on its
+    first token, so no output is ever empty.
     """
-    if speed <= 0:
-        raise ValueError(f"speed must be > 0, got {speed}")
     d = torch.round((torch.exp(log_durations.float()) - 1.0) / speed).clamp_min(float(min_frames))
     d = d.long() * token_mask.long()
     empty = (d.sum(dim=1) == 0) & token_mask.any(dim=1)  # [B]
-    d[:, 0] = torch.where(empty, torch.ones_like(d[:, 0]), d[:, 0])
-    return d
+    first = torch.arange(d.shape[1], device=d.device)[None, :] == 0  # [1, L]
+    return d + (empty[:, None] & first).long()
 
 
 def check_durations(durations: torch.Tensor, token_lengths: torch.Tensor, mel_lengths: torch.Tensor) -> None:

@@ -176,8 +176,8 @@ class VarianceAdaptor(nn.Module):
         if scale != 1.0:
             mean = (pitch * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp_min(1.0)  # [B, 1]
             pitch = mean + scale * (pitch - mean)
-        if shift_semitones != 0.0:
-            pitch = pitch + shift_semitones * math.log(2.0) / 12.0 / self.pitch_log_std
+        # no branch on the shift (adding 0 is exact): the exported graph takes it as an input (tts/export.py)
+        pitch = pitch + shift_semitones * (math.log(2.0) / 12.0) / self.pitch_log_std
         return pitch * m
 
     def control_energy(self, energy: torch.Tensor, mask: torch.Tensor, scale: float = 1.0) -> torch.Tensor:

@@ -1,43 +1,13 @@
-"""The torch-free rules of the inference path, shared by `tts.inference.Synthesizer` (torch) and
-`tts.onnx_runtime.OnnxSynthesizer` (onnxruntime + numpy, which must not import torch): the range of each
-inference control, the shipped defaults (checkpoints/default.json), and the sentence rules (a final stop,
-clause cuts of a sentence the model cannot speak whole, the pause between clause parts).
-
-Everything here is plain Python, so importing it costs nothing at start-up (tts.benchmark cold-start).
+"""The pipeline's text stage (tts.runtime.pipeline), torch-free: the sentence rules (a final stop, clause
+cuts of a sentence the model cannot speak whole, the pause between clause parts) that turn a text into the
+token sequences an engine speaks.  Plain Python: importing it costs nothing at start-up.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-from tts.errors import CheckpointError
-from tts.paths import CHECKPOINT_DIR
-
-DEFAULTS_FILE = CHECKPOINT_DIR / "default.json"
-
-# The range each inference control is meaningful in (inclusive; None = unbounded).  Outside it a model
-# makes silence or non-finite audio (a pitch shift of 100 semitones puts F0 above Nyquist; NaN/inf
-# propagate into every sample), so a value outside is refused before any work.
-CONTROL_RANGES: dict[str, tuple[float, float | None]] = {
-    "refine_steps": (0, None), "temperature": (0.0, 2.0), "speed": (0.1, 10.0), "pitch_shift": (-12.0, 12.0),
-    "block_frames": (0, None)}
-
-
-def check_controls(controls: dict[str, Any]) -> None:
-    """ValueError naming the first control that is not finite or lies outside CONTROL_RANGES."""
-    for name, value in controls.items():
-        if name not in CONTROL_RANGES or value is None:
-            continue
-        low, high = CONTROL_RANGES[name]
-        if not math.isfinite(float(value)) or value < low or (high is not None and value > high):
-            allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
-            raise ValueError(f"{name} must be a finite number in {allowed}, got {value!r}")
 
 
 # The silence between the parts of a sentence the frame guard cut: a comma's pause, shorter than the
@@ -144,28 +114,3 @@ def with_final_stop(sentence: str) -> str:
 
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def shipped_defaults() -> dict[str, Any]:
-    """checkpoints/default.json, THE visible file of the shipped inference settings (written by
-    recipes.release): "acoustic" (the default shipped model, "nar"/"ar"), "vocoder" (the default vocoder) and
-    "controls" (per shipped model name: the inference controls it speaks with, e.g. {"nar": {"refine_steps":
-    2, "temperature": 0.667}}), which every Synthesizer built on a shipped checkpoint applies."""
-    if not DEFAULTS_FILE.is_file():
-        raise CheckpointError(f"no shipped defaults: {DEFAULTS_FILE} is missing")
-    try:
-        defaults = json.loads(DEFAULTS_FILE.read_text())
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} are not valid JSON: {e}") from e
-    if not isinstance(defaults, dict) or not {"acoustic", "vocoder"} <= set(defaults):
-        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} must name 'acoustic' and 'vocoder'")
-    return defaults
-
-
-def shipped_controls(acoustic_path: str | Path) -> dict[str, Any]:
-    """default.json's controls for a shipped acoustic file (checkpoints/NAME.pt); {} for any other file,
-    which speaks with the defaults stored in its own model config."""
-    path = Path(acoustic_path).resolve()
-    if path.parent != CHECKPOINT_DIR.resolve():
-        return {}
-    return dict((shipped_defaults().get("controls") or {}).get(path.stem) or {})

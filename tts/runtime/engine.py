@@ -1,0 +1,87 @@
+"""The engine interface: what the one pipeline (tts.runtime.pipeline) needs from a way of running the models.
+
+Two implementations: `TorchEngine` (tts.runtime.torch_engine: the checkpoints, any model, any vocoder) and
+`OnnxEngine` (tts.runtime.onnx_engine: the exported default voice on onnxruntime, no torch).  An engine runs
+the models' own maths (eager, or the exported graphs); it does no text processing, batching, repair or
+checking: that is the pipeline's, written once for both.
+
+What an engine can do is declared in `Capabilities`, never sniffed from signatures.  Arrays crossing the
+interface are numpy (waves float32 [N]; lengths int64), so the pipeline and its callers are the same for
+both engines; mels stay engine-native (a torch tensor or a numpy array) between `mels` and `vocode`.
+
+Torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from tts.runtime.controls import Controls
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine's loaded voice can do.
+
+    controls: the controls its model takes beyond the seed (a NAR: refine_steps, temperature, speed,
+        pitch_shift, block_frames; the Tacotron 2 AR: none);
+    block_mode: block_frames > 0 works (a block-mode checkpoint; a parallel one takes only 0);
+    streaming: it makes a part's audio block by block (`Engine.stream_part`: a block-mode NAR and a
+        streaming vocoder); otherwise a streamed part is one chunk;
+    autoregressive: its decodes carry attention verdicts (`MelBatch.failures`), repaired by retries with
+        other seeds;
+    seeded: its output depends on Controls.seed (the refiner's noise, the AR's prenet dropout);
+    forced_lengths: `mels` accepts forced output lengths (the benchmark's random-weight models)."""
+
+    controls: frozenset[str]
+    block_mode: bool = False
+    streaming: bool = False
+    autoregressive: bool = False
+    seeded: bool = True
+    forced_lengths: bool = False
+
+
+@dataclass
+class MelBatch:
+    """One `Engine.mels` call's output."""
+
+    mels: Any  # [B, M, T] raw log-mel, engine-native (torch tensor or numpy), padded
+    lengths: np.ndarray  # [B] int64 valid frames per item
+    truncated: np.ndarray  # [B] bool: the max-frames guard cut the item (the pipeline re-speaks it in parts)
+    failures: list[Any] | None = None  # per item, the AR's attention verdict (.ok, str) or None
+    refine_steps_taken: int | None = None  # refiner network evaluations (None: no refiner)
+
+
+@dataclass
+class StreamPiece:
+    """A piece of one part's audio from `Engine.stream_part`, with the seconds it cost."""
+
+    wave: np.ndarray  # [n] float32 (may be empty: the vocoder's look-ahead holds samples back)
+    mel_s: float
+    vocoder_s: float
+
+
+class Engine(Protocol):
+    name: str  # e.g. "torch" or "onnx"
+    sample_rate: int
+    capabilities: Capabilities
+    defaults: Controls  # the voice's own controls (its model's config; the export's manifest)
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> token ids (the voice's text frontend; raises tts.text.errors.TextError)."""
+
+    def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
+             forced_frames: Sequence[int] | None = None) -> MelBatch:
+        """Token id lists -> a MelBatch.  Item b's noise comes from (controls.seed, indices[b]) whatever the
+        batch (tts.noise), so an item sounds the same alone or batched."""
+
+    def vocode(self, batch: MelBatch) -> list[np.ndarray]:
+        """Each item's wave [lengths[b] * hop] float32 in [-1, 1] (unchecked: the pipeline checks)."""
+
+    def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> Iterator[StreamPiece] | None:
+        """Part `ids` (item `index`) as audio pieces in order, or None when this part cannot stream (an engine
+        without Capabilities.streaming, or a part the frame guard cut: the pipeline speaks it whole)."""

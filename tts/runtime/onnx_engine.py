@@ -1,0 +1,210 @@
+"""The ONNX engine: the exported default voice (`python -m tts.export`) on onnxruntime and numpy, no torch
+(tts.runtime.engine describes the interface; tts.runtime.pipeline drives it).
+
+The acoustic graph holds the whole NAR inference (length regulation and the K refiner steps included, the
+controls and noise offsets as inputs: tts/export.py), so this engine computes nothing of the model: it
+feeds the graph, runs the vocoder graph (network + F0 decoding) and the numpy DSP render
+(tts.vocoder.dsp_numpy).  `OnnxExportError` for a missing, stale-format or corrupt export (CLI exit 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tts.errors import CheckpointError
+from tts.noise import item_noise_seed
+from tts.paths import CHECKPOINT_DIR
+from tts.runtime.controls import Controls
+from tts.runtime.engine import Capabilities, MelBatch
+from tts.vocoder.dsp_numpy import hann_window, render_whole
+
+DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
+MANIFEST = "manifest.json"  # the export's layout, defined here (torch-free) and imported by tts.export
+FORMAT = "tts-onnx-v2"
+GRAPHS = ("acoustic", "vocoder")
+ACOUSTIC_INPUTS = ("tokens", "token_lengths", "speed", "pitch_shift", "temperature", "refine_steps", "noise_offsets")
+
+
+class OnnxExportError(CheckpointError):
+    """The export folder is missing, incomplete, corrupt or from another format (CLI exit 4)."""
+
+
+# --- loading -------------------------------------------------------------------------------------------
+def read_manifest(onnx_dir: str | Path, verify: bool = True) -> dict[str, Any]:
+    """The export's manifest.json, checked: format, every graph present and (verify) with its recorded
+    sha256.  OnnxExportError naming the problem and the command that makes a good export."""
+    folder = Path(onnx_dir)
+    fix = f"run `python -m tts.export --out {folder}`"
+    path = folder / MANIFEST
+    if not folder.is_dir():
+        raise OnnxExportError(f"no ONNX export at {folder} (folder missing): {fix}")
+    if not path.is_file():
+        raise OnnxExportError(f"no ONNX export at {folder} ({MANIFEST} missing; an interrupted export?): {fix}")
+    try:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise OnnxExportError(f"{path} is corrupt ({e}): {fix}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise OnnxExportError(f"{path} is not a {FORMAT} manifest (format {manifest.get('format')!r}): {fix}"
+                              if isinstance(manifest, dict) else f"{path} is not a manifest: {fix}")
+    for name in GRAPHS:
+        entry = (manifest.get("graphs") or {}).get(name)
+        if not entry:
+            raise OnnxExportError(f"{path} lists no {name} graph: {fix}")
+        graph = folder / entry["file"]
+        if not graph.is_file():
+            raise OnnxExportError(f"ONNX graph {graph} is missing: {fix}")
+        if verify and not file_matches(graph, entry):
+            raise OnnxExportError(f"ONNX graph {graph} does not match its manifest hash (corrupt or replaced): {fix}")
+    return manifest
+
+
+def file_matches(path: Path, entry: dict[str, Any]) -> bool:
+    """Is `path` the file a manifest entry recorded (sha256, and size / mtime_ns when recorded)?  An unchanged
+    size and mtime is taken as the same file without hashing (hashing the 50 MB of an export and its sources
+    costs ~0.1 s of every start); a changed mtime (a copy, a checkout) falls back to the sha256."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    if "size" in entry and st.st_size != entry["size"]:
+        return False
+    if "size" in entry and entry.get("mtime_ns") == st.st_mtime_ns:
+        return True
+    return _sha256(path) == entry["sha256"]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def export_is_current(onnx_dir: str | Path) -> bool:
+    """True when `onnx_dir` holds a readable export whose source checkpoints still have the recorded
+    hashes (a retrained or re-released checkpoint makes the export stale)."""
+    try:
+        manifest = read_manifest(onnx_dir, verify=False)
+    except OnnxExportError:
+        return False
+    from tts.paths import REPO_ROOT
+
+    # relative source paths are the repository's (tts.export records them so: the checkout may move)
+    return all(file_matches(REPO_ROOT / source["path"], source) for source in manifest.get("sources", {}).values())
+
+
+def fix_mmap_threshold(threshold: int = 128 * 1024) -> None:
+    """glibc only: keep malloc's mmap threshold at its default 128 KiB instead of letting it rise.
+
+    Every batch allocates and frees arrays of new sizes (a long sentence: tens of MB).  glibc raises its
+    mmap threshold to the size of each mmapped block that is freed, after which blocks that large come from
+    the heap, which fragments and is not given back: the peak RSS of a document then grew by 0-80 MB from
+    run to run (tts.bench.document_memory).  Fixed, large blocks stay mmapped and return to the OS when
+    freed.  A process-wide setting; a no-op on other C libraries."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, int(threshold))  # M_MMAP_THRESHOLD (glibc's malloc.h); fixing it stops the adjustment
+    except (OSError, AttributeError):
+        pass
+
+
+class OnnxEngine:
+    """The exported default voice; see the module docstring."""
+
+    name = "onnx"
+
+    def __init__(self, onnx_dir: str | Path, manifest: dict[str, Any], threads: int | None = 1) -> None:
+        """threads: onnxruntime's intra-op threads (None = its own default, one per core, whose thread pools
+        cost ~0.1 s more to start per session on a loaded machine; 1 is the fastest start)."""
+        import onnxruntime as ort
+
+        from tts.text import TextFrontend
+
+        fix_mmap_threshold()
+        self.onnx_dir = Path(onnx_dir)
+        self.manifest = manifest
+        options = ort.SessionOptions()
+        if threads is not None:
+            if threads < 1:
+                raise ValueError(f"threads must be >= 1, got {threads}")
+            options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # no busy-waiting worker threads: on a shared CPU they steal the cycles of the main thread (they
+        # doubled the session start-up here, 0.18 -> 0.32 s with 2 threads) and of other processes
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # no arena: tensor shapes change with every batch, and onnxruntime's CPU arena keeps the high-water
+        # mark of every shape it has seen (memory then grows with the document; tests/test_cli_hostile.py)
+        options.enable_cpu_mem_arena = False
+        options.enable_mem_pattern = False  # its plans are cached per input shape: one more per sentence length
+        self.sessions: dict[str, Any] = {}
+        for name in GRAPHS:
+            path = self.onnx_dir / manifest["graphs"][name]["file"]
+            try:
+                self.sessions[name] = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph types
+                raise OnnxExportError(f"ONNX graph {path} cannot be loaded ({e}): run `python -m tts.export "
+                                      f"--out {self.onnx_dir}`") from None
+        self.frontend = TextFrontend.from_dict(manifest["frontend"])
+        self.sample_rate = int(manifest["mel_config"]["sample_rate"])
+        self.capabilities = Capabilities(controls=frozenset(
+            {"refine_steps", "temperature", "speed", "pitch_shift", "block_frames"}))
+        self.defaults = Controls(**manifest["controls"])
+        self.dsp = manifest["vocoder"]
+        self.window = hann_window(int(self.dsp["window"]))
+
+    @classmethod
+    def load(cls, onnx_dir: str | Path = DEFAULT_ONNX_DIR, threads: int | None = 1, verify: bool = True) -> "OnnxEngine":
+        """The export in `onnx_dir` (default checkpoints/onnx); `verify` checks each graph's sha256."""
+        return cls(onnx_dir, read_manifest(onnx_dir, verify=verify), threads)
+
+    def encode(self, text: str) -> list[int]:
+        return self.frontend.encode(text)
+
+    def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
+             forced_frames: Sequence[int] | None = None) -> MelBatch:
+        """One run of the acoustic graph (FastSpeech2.infer's maths, exported)."""
+        if forced_frames is not None:
+            raise ValueError("the ONNX engine cannot force output lengths (a benchmark of random weights: use torch)")
+        if len(indices) != len(ids):
+            raise ValueError(f"{len(indices)} item indices for a batch of {len(ids)}")
+        lengths = np.array([len(x) for x in ids], dtype=np.int64)
+        tokens = np.zeros((len(ids), int(lengths.max())), dtype=np.int64)
+        for k, seq in enumerate(ids):
+            tokens[k, : len(seq)] = seq
+        inputs = dict(tokens=tokens, token_lengths=lengths, speed=np.array(controls.speed, np.float32),
+                      pitch_shift=np.array(controls.pitch_shift, np.float32),
+                      temperature=np.array(controls.temperature, np.float32),
+                      refine_steps=np.array(controls.refine_steps, np.int64),
+                      noise_offsets=np.array([item_noise_seed(controls.seed, i) for i in indices], np.int64))
+        mels, mel_lengths, truncated = self.sessions["acoustic"].run(None, inputs)
+        return MelBatch(mels, mel_lengths.astype(np.int64), truncated.astype(bool), None, controls.refine_steps)
+
+    def vocode(self, batch: MelBatch) -> list[np.ndarray]:
+        """Each item over its own length, alone (as the torch Vocoder.forward): -> [frames * hop] float32."""
+        waves = []
+        for k, n in enumerate(batch.lengths.tolist()):
+            if n <= 0:
+                waves.append(np.zeros(0, np.float32))
+                continue
+            f0, voiced, harmonic, noise = self.sessions["vocoder"].run(
+                None, {"mel": np.ascontiguousarray(batch.mels[k : k + 1, :, :n])})
+            wave = render_whole(f0, voiced, harmonic, noise, self.dsp, self.window)[0]
+            waves.append(np.clip(wave, -1.0, 1.0).astype(np.float32))
+        return waves
+
+    def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> None:
+        return None  # no block-wise graph: a streamed part is spoken whole (Capabilities.streaming is False)

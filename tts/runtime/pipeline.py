@@ -1,0 +1,309 @@
+"""THE text -> wave pipeline, one for every way in (the CLI, the Python API, the server, evaluation, the
+listening-test build, the benchmark) over either engine (tts.runtime.engine: torch or ONNX).
+
+    text ─► text stage (sentences, clause cuts: tts.runtime.text_stage) ─► parts (token sequences)
+         ─► batches ─► engine.mels ─► engine.vocode ─► checks and repairs ─► sink (file, stream, HTTP)
+
+Repairs and checks, written here once: a part the model's frame guard cut (very slow speech) is spoken
+again in clause parts; an AR part whose attention failed is spoken again alone with other seeds; audio
+that is not finite is a SynthesisError, never returned.  Part k of a text gets the noise of (seed, k)
+whatever batch it lands in (tts.noise), so a text sounds the same spoken whole, batched with other
+requests' parts (tts.serve) or streamed.
+
+Torch-free: with the ONNX engine nothing here imports torch (the CLI's fast start).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tts.errors import SynthesisError
+from tts.runtime.controls import Controls
+from tts.runtime.engine import Engine
+from tts.runtime.text_stage import CLAUSE_PAUSE_S, Part, _short, encode_splitting, prepare_parts, split_clause
+from tts.text.errors import UnspeakableTextError
+
+# How far a streamed text's audio may lie from `synthesize`'s (float samples, full scale 1): the block path
+# refines in windows and vocodes in chunks, which reorders float sums (measured up to 1.3e-5 with the
+# source-filter vocoder, tests/test_streaming.py): within a 16-bit step (3e-5), so the written wavs differ
+# by at most one step.  (Griffin-Lim amplifies the ~2e-6 mel change of another batch size to ~4e-3.)
+STREAM_TOLERANCE = 1e-4
+AR_RETRY_SEED_STEP = 7919  # retry r of an AR part uses seed + r * this: another prenet-dropout stream
+
+
+@dataclass
+class Timings:
+    text_s: float = 0.0
+    mel_s: float = 0.0
+    vocoder_s: float = 0.0
+    first_audio_s: float | None = None  # wall time from the call until the first audio was made
+
+    @property
+    def total_s(self) -> float:
+        return self.text_s + self.mel_s + self.vocoder_s
+
+
+@dataclass
+class SynthesisResult:
+    wave: np.ndarray  # [N] float32, -1..1 (empty when a sink took the audio)
+    sample_rate: int
+    sentences: list[str]
+    timings: Timings
+    notes: list[str] = field(default_factory=list)  # e.g. AR failures, skipped sentences, repairs
+    streamed_samples: int = 0  # samples handed to a sink
+
+    @property
+    def seconds(self) -> float:
+        return (self.wave.size + self.streamed_samples) / self.sample_rate
+
+    @property
+    def rtf(self) -> float:
+        return self.timings.total_s / max(self.seconds, 1e-9)
+
+
+@dataclass
+class ItemResult:
+    """One text spoken as one token sequence (`Pipeline.synthesize_items`)."""
+
+    text: str
+    wave: np.ndarray  # [N] float32, -1..1
+    sample_rate: int
+    frames: int  # mel frames the acoustic model made
+    n_tokens: int
+    mel_s: float  # wall seconds of mel generation
+    vocoder_s: float  # wall seconds of the vocoder
+    ar_failure: Any = None  # the AR's verdict on its decode (None for a NAR)
+    refine_steps_taken: int | None = None  # refiner network evaluations (None without a refiner)
+
+    @property
+    def seconds(self) -> float:
+        return self.wave.size / self.sample_rate
+
+
+@dataclass
+class Run:
+    """The state of one text being spoken, shared by its batches: its controls, timings, notes and repairs."""
+
+    controls: Controls
+    timings: Timings
+    notes: list[str]
+    next_index: int  # the next free item index for parts spoken again (past the sentence stream)
+    t0: float
+    ar_retries: int = 0
+    fail_on_ar_failure: bool = False
+
+
+@dataclass
+class Utterance:
+    """A text prepared for speaking: its parts (part k's noise comes from (seed, k)) and its run."""
+
+    parts: list[Part]
+    run: Run
+
+    @property
+    def notes(self) -> list[str]:
+        return self.run.notes
+
+
+class Pipeline:
+    """Text -> wave over one engine; see the module docstring."""
+
+    def __init__(self, engine: Engine, pause_s: float = 0.25) -> None:
+        self.engine = engine
+        self.pause_s = pause_s
+
+    @property
+    def sample_rate(self) -> int:
+        return self.engine.sample_rate
+
+    @property
+    def capabilities(self):
+        return self.engine.capabilities
+
+    def controls(self, controls: Controls | None = None, **given: Any) -> Controls:
+        """The voice's controls (or `controls`) with the given ones (None = default) laid over them; asking
+        the model for a control it lacks is a ValueError naming it."""
+        given = {k: v for k, v in given.items() if v is not None}
+        lacks = sorted(set(given) - set(self.engine.capabilities.controls) - {"seed"})
+        if lacks:
+            raise ValueError(f"this {self.engine.name} voice's model has no {', '.join(lacks)} control "
+                             f"(it takes: {', '.join(sorted(self.engine.capabilities.controls)) or 'only a seed'})")
+        if given.get("block_frames") and not self.engine.capabilities.block_mode:
+            raise ValueError("block_frames > 0 needs a block-mode checkpoint (e.g. checkpoints/nar_block.pt); this "
+                             "voice was trained for parallel decoding only")
+        return (controls or self.engine.defaults).replace(**given)
+
+    # --- the text stage -------------------------------------------------------------------------------
+    def utterance(self, text: str, controls: Controls | None = None, ar_retries: int = 0,
+                  fail_on_ar_failure: bool = False) -> Utterance:
+        """`text` prepared for speaking: the parts (sentences with a final stop; a sentence over the
+        frontend's symbol limit cut at clause boundaries) and its run.  A sentence with nothing speakable is
+        skipped with a note; UnspeakableTextError when none is left."""
+        t0 = time.perf_counter()
+        parts, notes = prepare_parts(text, self.engine.encode, self.pause_s)
+        run = Run(controls or self.engine.defaults, Timings(text_s=time.perf_counter() - t0), notes,
+                  next_index=len(parts), t0=t0, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
+        return Utterance(parts, run)
+
+    # --- whole texts ----------------------------------------------------------------------------------
+    def synthesize(self, text: str, controls: Controls | None = None, batch_size: int = 8,
+                   progress: Callable[[int, int], None] | None = None, sink: Callable[[np.ndarray], None] | None = None,
+                   ar_retries: int = 0, fail_on_ar_failure: bool = False) -> SynthesisResult:
+        """Speak `text` sentence by sentence, `batch_size` parts at a time, `pause_s` between sentences.
+
+        sink: called with each piece of audio [N] (a sentence, a pause) in order as soon as its batch is
+        vocoded, instead of keeping the whole wave (memory stays one batch, whatever the length of the
+        text; the result's `wave` is then empty and `streamed_samples` counts what the sink got)."""
+        utt = self.utterance(text, controls, ar_retries, fail_on_ar_failure)
+        n = len(utt.parts)
+        pieces: list[np.ndarray] = []
+        streamed = 0
+        for start in range(0, n, batch_size):
+            ks = range(start, min(start + batch_size, n))
+            for k, wave in zip(ks, self.speak([(utt, k) for k in ks])):
+                for piece in (self.silence(utt.parts[k].pause_s), wave):
+                    if sink is None:
+                        pieces.append(piece)
+                    elif piece.size:
+                        sink(piece)
+                        streamed += piece.size
+            if progress is not None:
+                progress(ks[-1] + 1, n)
+        wave = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+        return SynthesisResult(wave, self.sample_rate, [p.text for p in utt.parts], utt.run.timings, utt.run.notes,
+                               streamed_samples=streamed)
+
+    def stream(self, text: str, controls: Controls | None = None, ar_retries: int = 0,
+               fail_on_ar_failure: bool = False) -> Iterator[np.ndarray]:
+        """`text` as audio chunks [n] in order, each handed on as soon as it is made: parts one at a time
+        (batch 1, for latency) and, on an engine that streams, block by block inside a part.  Joined they are
+        `synthesize`'s wave within STREAM_TOLERANCE.  Memory stays one part, whatever the length of the text."""
+        yield from self.stream_utterance(self.utterance(text, controls, ar_retries, fail_on_ar_failure))
+
+    def stream_utterance(self, utt: Utterance) -> Iterator[np.ndarray]:
+        """`stream` of a prepared utterance (its run collects timings, first audio included, and notes)."""
+        run = utt.run
+        for k, part in enumerate(utt.parts):
+            if part.pause_s > 0:
+                yield self.silence(part.pause_s)
+            pieces = self.engine.stream_part(part.ids, k, run.controls) if self.capabilities.streaming else None
+            if pieces is None:  # this engine or this part (a guard-cut one, repaired) speaks whole
+                yield self.speak([(utt, k)])[0]
+                continue
+            for piece in pieces:
+                run.timings.mel_s += piece.mel_s
+                run.timings.vocoder_s += piece.vocoder_s
+                self._check_finite(piece.wave, part.text)
+                if piece.wave.size:
+                    if run.timings.first_audio_s is None:
+                        run.timings.first_audio_s = time.perf_counter() - run.t0
+                    yield piece.wave
+
+    def synthesize_items(self, texts: Sequence[str], controls: Controls | None = None,
+                         indices: Sequence[int] | None = None) -> list[ItemResult]:
+        """Each text as ONE token sequence (no sentence split, as in training), batch 1, so that the timings
+        are per item, without repairs (evaluation measures what the model does).  indices: the items'
+        positions in their run (default 0..n-1); pass stable ones (a corpus position) so that a resumed run
+        makes the same audio as an uninterrupted one."""
+        controls = controls or self.engine.defaults
+        indices = list(range(len(texts))) if indices is None else list(indices)
+        if len(indices) != len(texts):
+            raise ValueError(f"{len(indices)} item indices for {len(texts)} texts")
+        results: list[ItemResult] = []
+        for text, index in zip(texts, indices):
+            ids = self.engine.encode(text)
+            t0 = time.perf_counter()
+            out = self.engine.mels([ids], [index], controls)
+            t1 = time.perf_counter()
+            [wave] = self.engine.vocode(out)
+            t2 = time.perf_counter()
+            self._check_finite(wave, text)
+            results.append(ItemResult(
+                text=text, wave=wave, sample_rate=self.sample_rate, frames=int(out.lengths[0]), n_tokens=len(ids),
+                mel_s=t1 - t0, vocoder_s=t2 - t1, ar_failure=out.failures[0] if out.failures else None,
+                refine_steps_taken=out.refine_steps_taken))
+        return results
+
+    # --- batches of parts ------------------------------------------------------------------------------
+    def speak(self, items: Sequence[tuple[Utterance, int]]) -> list[np.ndarray]:
+        """One batch: part k of each (utterance, k) -> its wave [N] float32, repaired.  The items may come from
+        different utterances (several requests of the speech server) with equal controls; part k's noise
+        comes from (seed, k) whatever the batch.  Each utterance's notes and repairs stay its own; the
+        batch's timings are counted in its first item's run."""
+        if not items:
+            return []
+        runs = [u.run for u, _ in items]
+        if any(r.controls != runs[0].controls for r in runs):
+            raise ValueError("the items of one batch need equal controls")
+        chunk = [(u.parts[k].text, u.parts[k].ids) for u, k in items]
+        return self._speak(chunk, [k for _, k in items], runs)
+
+    def silence(self, seconds: float) -> np.ndarray:
+        """[round(seconds * sample_rate)] zeros: the pause before a part."""
+        return np.zeros(int(seconds * self.sample_rate), np.float32)
+
+    def _speak(self, chunk: list[tuple[str, list[int]]], indices: list[int], runs: list[Run]) -> list[np.ndarray]:
+        run = runs[0]
+        t1 = time.perf_counter()
+        out = self.engine.mels([ids for _, ids in chunk], indices, run.controls)
+        t2 = time.perf_counter()
+        waves = self.engine.vocode(out)
+        t3 = time.perf_counter()
+        run.timings.mel_s += t2 - t1
+        run.timings.vocoder_s += t3 - t2
+        if run.timings.first_audio_s is None:
+            run.timings.first_audio_s = t3 - run.t0
+        failures = out.failures or [None] * len(chunk)
+        result: list[np.ndarray] = []
+        for k, (text, ids) in enumerate(chunk):
+            wave = waves[k]
+            self._check_finite(wave, text)
+            if bool(out.truncated[k]) and (halves := split_clause(text)) is not None:
+                runs[k].notes.append(f"the frame guard cut {_short(text)!r}: spoken again in two parts")
+                wave = self._speak_parts(halves, runs[k])
+            elif failures[k] is not None and not failures[k].ok:
+                wave = self._retry_ar((text, ids), indices[k], failures[k], wave, runs[k])
+            result.append(wave)
+        return result
+
+    def _speak_parts(self, texts: Sequence[str], run: Run) -> np.ndarray:
+        """Texts spoken one by one (fresh item indices past the sentence stream), joined by CLAUSE_PAUSE_S."""
+        pieces: list[np.ndarray] = []
+        for text in texts:
+            try:
+                encoded = encode_splitting(self.engine.encode, text)
+            except UnspeakableTextError:
+                continue
+            for item in encoded:
+                index, run.next_index = run.next_index, run.next_index + 1
+                pieces += [*self._speak([item], [index], [run]), self.silence(CLAUSE_PAUSE_S)]
+        return np.concatenate(pieces[:-1]) if pieces else np.zeros(0, np.float32)
+
+    def _retry_ar(self, item: tuple[str, list[int]], index: int, failure: Any, wave: np.ndarray, run: Run) -> np.ndarray:
+        """An AR part whose attention failed, spoken again alone with other seeds."""
+        for attempt in range(1, run.ar_retries + 1):
+            retry = run.controls.replace(seed=run.controls.seed + attempt * AR_RETRY_SEED_STEP)
+            out = self.engine.mels([item[1]], [index], retry)
+            failure = out.failures[0]
+            if failure.ok:
+                run.notes.append(f"AR attention failed on {_short(item[0])!r}; retry {attempt} succeeded")
+                [wave] = self.engine.vocode(out)
+                self._check_finite(wave, item[0])
+                return wave
+        message = f"AR failure in {_short(item[0])!r}: {failure}"
+        if run.fail_on_ar_failure:
+            raise SynthesisError(f"{message} (after {run.ar_retries} retries)")
+        run.notes.append(message)
+        return wave
+
+    @staticmethod
+    def _check_finite(wave: np.ndarray, text: str) -> None:
+        # a NaN sample becomes -32768 in a 16-bit wav: full-scale DC, never written
+        if not np.isfinite(wave).all():
+            raise SynthesisError(f"the model made non-finite (NaN/inf) audio for {_short(text)!r}; "
+                                 "the checkpoint or the controls are broken")
