@@ -191,8 +191,23 @@ def _export_graph(module: nn.Module, args: tuple, path: Path, inputs: list[str],
     # The TorchScript exporter: it needs neither `onnxscript` nor the dynamo stack; a scripted module's
     # loops become ONNX Loops (the refiner's K steps), its traced parts are exact (their only Python
     # branches depend on shapes and configuration, never on values).
-    torch.onnx.export(module.eval(), args, str(path), input_names=inputs, output_names=outputs,
+    raw = path.with_name(f".{path.name}.raw")
+    torch.onnx.export(module.eval(), args, str(raw), input_names=inputs, output_names=outputs,
                       dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
+    _ort_optimised(raw, path)
+    raw.unlink()
+
+
+def _ort_optimised(src: Path, dst: Path) -> None:
+    """`src` as onnxruntime optimises it (constant folding, fusions: the "extended" level, which is the same
+    on every CPU, unlike the layout level that the runtime still applies at load), written to `dst`.  A
+    session then starts without redoing that work: 0.13-0.17 s instead of 0.32 s for the acoustic graph."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(dst)
+    ort.InferenceSession(str(src), options, providers=["CPUExecutionProvider"])
 
 
 def acoustic_graph(model: nn.Module) -> torch.jit.ScriptModule:

