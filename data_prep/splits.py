@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from data_prep.atomic import write_text_atomic
-
-SPLIT_NAMES = ("train", "val", "test")
+from tts.data.corpus import SPLIT_NAMES
 
 
 @dataclass(frozen=True)

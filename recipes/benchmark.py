@@ -1,12 +1,12 @@
 """Latency / throughput / memory benchmark of the AR (Tacotron 2) and NAR (FastSpeech 2 + K-step refiner) paths.
 
-    python -m tts.benchmark [--ar CKPT] [--nar CKPT] [--random] [--vocoder griffin-lim|hifigan_v3-random|PATH]
+    python -m recipes.benchmark [--ar CKPT] [--nar CKPT] [--random] [--vocoder griffin-lim|hifigan_v3-random|PATH]
         [--lengths 10,25,50,100,200,400] [--ks 0,1,2,4,8] [--repeats 5] [--device cpu|cuda] [--threads N]
         [--batch-sizes 1,8] [--peers] [--peer-size matched|tiny] [--quality FILE] [--out DIR]
-    python -m tts.benchmark cold-start [--repeats 5] [--importtime] [--out DIR]   (tts/bench/cold_start.py)
-    python -m tts.benchmark onnx [--threads 1,2] [--lengths 25,100,300] [--out DIR]  (tts/bench/onnx_speed.py)
-    python -m tts.benchmark blocks --block CKPT [--nar CKPT] [--ar CKPT] [--blocks 8,16,32,64,0] [--quality FILE]
-        (tts/bench/blocks.py: the block-wise NAR's first-audio latency and total time over B, beside AR and NAR)
+    python -m recipes.benchmark cold-start [--repeats 5] [--importtime] [--out DIR]   (recipes/bench/cold_start.py)
+    python -m recipes.benchmark onnx [--threads 1,2] [--lengths 25,100,300] [--out DIR]  (recipes/bench/onnx_speed.py)
+    python -m recipes.benchmark blocks --block CKPT [--nar CKPT] [--ar CKPT] [--blocks 8,16,32,64,0] [--quality FILE]
+        (recipes/bench/blocks.py: the block-wise NAR's first-audio latency and total time over B, beside AR and NAR)
 
 Everything is measured in ONE run, so the ratios (AR / NAR-K, ours / peer) compare numbers taken under the
 same machine load.  Each timing is the median over `--repeats` runs after one warm-up run.
@@ -32,18 +32,10 @@ from pathlib import Path
 
 import torch
 
-# The implementation lives in tts/bench/; the names are re-exported here so `tts.benchmark.X` keeps working.
-from tts.bench.measure import run_benchmark  # noqa: F401
-from tts.bench.memory import (_current_rss_mb, _maxrss_mb, _reset_peak_rss, memory_probe,  # noqa: F401
-                              run_memory_probe_subprocess)
-from tts.bench.peers import (FESTIVAL_VOICE, PEER_TINY, _cfg_get, build_sb_fastspeech2,  # noqa: F401
-                             build_sb_tacotron2, festival_available, festival_once, run_peers)
-from tts.bench.report import _ms, make_plots, to_markdown  # noqa: F401
-from tts.bench.systems import (DEFAULT_FRAMES_PER_SYMBOL, System, build_random_checkpoint,  # noqa: F401
-                               build_vocoder, is_random_checkpoint, n_params)
-from tts.inference import forced_durations, pad_tokens  # noqa: F401
-from tts.bench.texts import FIRST_AUDIO_TEXT, SENTENCES, TextPool  # noqa: F401
-from tts.bench.timing import Bench, BenchmarkError, check_device, machine_facts, make_sync, median  # noqa: F401
+from recipes.bench.measure import run_benchmark
+from recipes.bench.memory import memory_probe
+from recipes.bench.systems import DEFAULT_FRAMES_PER_SYMBOL
+from recipes.bench.timing import BenchmarkError
 
 
 # --------------------------------------------------------------------------------------------------
@@ -63,7 +55,7 @@ def parse_ints(s: str) -> list[int]:
 # CLI
 # --------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m tts.benchmark", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m recipes.benchmark", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ar", help="autoregressive acoustic checkpoint")
     p.add_argument("--nar", help="non-autoregressive acoustic checkpoint")
@@ -92,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Subcommands with their own options (the first argument); without one, the latency/memory benchmark runs.
-SUBCOMMANDS = {"cold-start": "tts.bench.cold_start", "onnx": "tts.bench.onnx_speed", "blocks": "tts.bench.blocks"}
+SUBCOMMANDS = {"cold-start": "recipes.bench.cold_start", "onnx": "recipes.bench.onnx_speed", "blocks": "recipes.bench.blocks"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,8 +15,8 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from data_prep.atomic import write_json_atomic
-from data_prep.corpus import CorpusError, read_segments
 from tts import checkpoint
+from tts.data.corpus import CorpusError, read_segments
 from tts.data.dataset import Collate, TTSDataset
 from tts.durations import durations_from_segments, monotonic_alignment, word_boundary_error, word_spans_from_segments, word_spans_from_tokens
 

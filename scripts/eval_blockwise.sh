@@ -5,7 +5,7 @@
 # sentences, one thread per run.  Scoring (Whisper, WORLD, DistillMOS) takes ~7-11 s an utterance on a loaded
 # 2-core machine, so the systems are scored by four runs at once (the wavs of a system are made once, under
 # exp/eval/blockwise/, and linked into the run that scores it).  Resumable (existing wavs are kept).
-# Speed half: python -m tts.benchmark blocks (docs/results/blockwise/README.md).
+# Speed half: python -m recipes.benchmark blocks (docs/results/blockwise/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE

@@ -18,8 +18,8 @@ from pathlib import Path
 import soundfile as sf
 import torch
 
-from data_prep.corpus import load_features
-from data_prep.features import FEATURE_VERSION, PITCH_CONFIG
+from tts.data.corpus import load_features
+from tts.data.features import FEATURE_VERSION, PITCH_CONFIG
 
 
 def main() -> None:

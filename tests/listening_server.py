@@ -1,20 +1,19 @@
-"""Helpers for tests and demos: tone "systems" and a uvicorn server in a subprocess on loopback."""
+"""Test harness of the listening app (tts.listening): tone "systems" and its server in a subprocess on loopback."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import soundfile as sf
 
-REPO = Path(__file__).resolve().parents[2]
+from recipes.bench.speech_server import free_port, wait_until_healthy
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def make_tone_systems(root: Path, systems: dict[str, float], ids: list[str], seconds: float = 0.5,
@@ -29,27 +28,6 @@ def make_tone_systems(root: Path, systems: dict[str, float], ids: list[str], sec
             sf.write(str(d / f"{sid}.wav"), 0.05 * (k + 1) * np.sin(2 * np.pi * freq * t), sr)
         out[name] = d
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_healthy(proc: subprocess.Popen, url: str, timeout: float, output) -> None:
-    """Poll `url` until it answers 200; a server that exits first, or does not answer within `timeout`
-    seconds, is a RuntimeError carrying its `output` (the pipe its stdout/stderr went to)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {output.read().decode(errors='replace')}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start in time")
 
 
 class ServerProcess:

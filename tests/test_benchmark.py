@@ -1,4 +1,4 @@
-"""python -m tts.benchmark: a smoke run with tiny random models (no timed assertions)."""
+"""python -m recipes.benchmark: a smoke run with tiny random models (no timed assertions)."""
 
 import json
 import subprocess
@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from helpers import TINY, tiny_checkpoint
-from tts import benchmark
+from recipes import benchmark
+from recipes.bench.systems import DEFAULT_FRAMES_PER_SYMBOL
+from tts.inference import forced_durations
 from tts.paths import REPO_ROOT
 
 
@@ -42,7 +44,7 @@ def test_outputs_written_with_expected_keys(smoke):
     for key in ("cpu_model", "cpu_count", "torch_threads", "torch_version", "device", "load_average_at_start"):
         assert key in machine, key
     assert machine["torch_threads"] == 1 and machine["device"] == "cpu"
-    assert "tts.benchmark" in r["meta"]["command"] and "--peers" in r["meta"]["command"]
+    assert "recipes.benchmark" in r["meta"]["command"] and "--peers" in r["meta"]["command"]
     assert r["meta"]["speed_only"] is True and r["meta"]["forced_length"] is True  # tiny = random checkpoints
     md = (out / "benchmark.md").read_text()
     assert "Mel-generation latency" in md and "RANDOM-WEIGHT MODELS (ar, nar)" in md and "Festival" in md
@@ -58,13 +60,13 @@ def test_times_positive_and_lengths_forced(smoke):
         assert set(per) == {"8", "20"}
         for n, v in per.items():
             assert v["median_s"] > 0 and len(v["times_s"]) == 1
-            assert v["frames"] >= round(int(n) * benchmark.DEFAULT_FRAMES_PER_SYMBOL)  # AR: up to r-1 more
+            assert v["frames"] >= round(int(n) * DEFAULT_FRAMES_PER_SYMBOL)  # AR: up to r-1 more
             assert r["vocoder"][name][n]["median_s"] > 0
             assert r["end_to_end"][name][n]["rtf"] > 0 and r["end_to_end"][name][n]["audio_s"] > 0
     # NAR got exactly the forced frames, AR the same length up to its reduction factor
     for n in ("8", "20"):
         nar = r["mel_latency"]["nar_k0"][n]["frames"]
-        assert nar == round(int(n) * benchmark.DEFAULT_FRAMES_PER_SYMBOL)
+        assert nar == round(int(n) * DEFAULT_FRAMES_PER_SYMBOL)
         assert 0 <= r["mel_latency"]["ar"][n]["frames"] - nar < r["meta"]["models"]["ar"]["reduction_factor"]
     for name, v in r["first_audio"].items():
         assert 0 < v["first_audio_s"] <= v["total_s"] and v["n_sentences"] > 1
@@ -112,7 +114,7 @@ def test_peers_section(smoke):
 def test_cuda_without_cuda_fails_clearly(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("CUDA is available here")
-    r = subprocess.run([sys.executable, "-m", "tts.benchmark", "--random", "--device", "cuda", "--out", str(tmp_path)],
+    r = subprocess.run([sys.executable, "-m", "recipes.benchmark", "--random", "--device", "cuda", "--out", str(tmp_path)],
                        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert r.returncode != 0
     assert "CUDA is not available" in r.stderr and "--device cpu" in r.stderr
@@ -121,7 +123,7 @@ def test_cuda_without_cuda_fails_clearly(tmp_path):
 
 def test_forced_durations_sum():
     for n, fps in ((10, 6.0), (7, 5.5), (1, 6.3)):
-        d = benchmark.forced_durations(n, fps)
+        d = forced_durations(n, fps)
         assert len(d) == n and sum(d) == round(n * fps)
 
 
@@ -130,7 +132,7 @@ def _report(systems: dict, corpus: dict, summary: dict) -> dict:
 
 
 def test_quality_read_from_an_evaluate_report(tmp_path):
-    from tts.bench.measure import load_quality
+    from recipes.bench.measure import load_quality
 
     nar = {"kind": "acoustic", "checkpoint": "n.pt", "vocoder": "griffin-lim", "temperature": None}
     report = _report(
@@ -147,8 +149,8 @@ def test_quality_read_from_an_evaluate_report(tmp_path):
 
 
 def test_quality_errors_are_clear(tmp_path):
-    from tts.bench.measure import load_quality
-    from tts.bench.timing import BenchmarkError
+    from recipes.bench.measure import load_quality
+    from recipes.bench.timing import BenchmarkError
 
     nar = {"kind": "acoustic", "checkpoint": "n.pt", "refine_steps": 2}
     p = tmp_path / "two.json"
@@ -167,7 +169,7 @@ def test_quality_errors_are_clear(tmp_path):
 
 def test_memory_probe_reads_its_own_peak_not_its_parents(tmp_path):
     """ru_maxrss survives exec (the child would report the benchmark's own peak); VmHWM does not."""
-    from tts.bench.memory import _maxrss_mb, run_memory_probe_subprocess
+    from recipes.bench.memory import _maxrss_mb, run_memory_probe_subprocess
 
     ckpt = tiny_checkpoint(tmp_path / "nar.pt", "nonautoregressive", **TINY["nonautoregressive"])
     ballast = torch.ones(1024, 1024, 256)  # 1 GiB resident in this (parent) process
@@ -183,7 +185,7 @@ def test_memory_probe_reads_its_own_peak_not_its_parents(tmp_path):
 def test_report_with_a_peer_that_failed_at_one_length(smoke, tmp_path):
     import copy
 
-    from tts.bench.report import make_plots, to_markdown
+    from recipes.bench.report import make_plots, to_markdown
 
     _, r = smoke
     r = copy.deepcopy(r)

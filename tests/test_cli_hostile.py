@@ -413,7 +413,7 @@ def test_memory_does_not_grow_with_the_document(tmp_path: Path):
     (RssAnon) sampled every 10 ms beside the audio written so far. Keeping the audio would move the heap's
     median by ~2/3 of the audio between the first and the last third of the document (measured: +61.6 MB
     with a probe that keeps it, on a loaded machine); writing it as it is made leaves it flat (-1.8, +3.6)."""
-    from tts.bench.document_memory import measure
+    from recipes.bench.document_memory import measure
 
     run = measure(48, workdir=tmp_path, runtime="torch")
     assert run.audio_float32_mb > 90, f"the document should be long: {run}"

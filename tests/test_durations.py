@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from data_prep.corpus import PhoneSegment
 from helpers import TINY, tiny_checkpoint
+from tts.data.corpus import PhoneSegment
 from tts.durations import durations_from_segments, monotonic_alignment, word_boundary_error, word_spans_from_segments, word_spans_from_tokens
 from tts.paths import REPO_ROOT
 

@@ -16,10 +16,10 @@ from fastapi.testclient import TestClient
 from recipes.listening_test import main as build_main
 from tts.listening.app import create_app, layout_for
 from tts.listening.build import gated_loudness_db
-from tts.listening.loadtest import run_loadtest
+from recipes.bench.listening_loadtest import run_loadtest
 from tts.listening.report import analyse, write_report
 from tts.listening.stats import mean_ci_t, sign_test, wilson_interval
-from tts.listening.testing import ServerProcess, make_tone_systems
+from listening_server import ServerProcess, make_tone_systems
 
 Z95 = 1.959963984540054
 

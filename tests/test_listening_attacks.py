@@ -21,7 +21,8 @@ from tts.listening.__main__ import admin_token, main as cli_main
 from tts.listening.app import SECURITY_HEADERS, create_app, layout_for
 from tts.listening.build import ATTENTION_YES
 from tts.listening.report import analyse, format_p, plot, to_markdown
-from tts.listening.testing import REPO, ServerProcess, free_port, make_tone_systems
+from listening_server import REPO, ServerProcess, make_tone_systems
+from recipes.bench.speech_server import free_port
 
 ADMIN = "attack-test-admin-token-0123456789"
 HEX16 = re.compile(r"^[0-9a-f]{16}$")

@@ -12,7 +12,7 @@ import pytest
 from recipes.listening_test import main as build_main
 from tts.listening.app import completion_code, layout_for
 from tts.listening.report import write_report
-from tts.listening.testing import ServerProcess, make_tone_systems
+from listening_server import ServerProcess, make_tone_systems
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed: run scripts/setup_browser.sh")

@@ -1,7 +1,7 @@
 """Our own normalisation cases, class by class (issue 24): every expected string was read aloud as written.
 
 The classes are those of NeMo's English test files that a reader of ordinary documents meets
-(`tts.text.measure_nemo.DOCUMENT_CLASSES`) plus plain cardinals; the sentences are our own, not NeMo's.
+(`recipes.peers.measure_nemo.DOCUMENT_CLASSES`) plus plain cardinals; the sentences are our own, not NeMo's.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from tts.text.measure_nemo import DOCUMENT_CLASSES
+from recipes.peers.measure_nemo import DOCUMENT_CLASSES
 from tts.text.normalizer import normalize
 
 CASES: list[tuple[str, str, str]] = [

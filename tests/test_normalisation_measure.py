@@ -1,4 +1,4 @@
-"""`python -m tts.text.measure_nemo`: the scoring rule and the report, on case files written here (NeMo's own
+"""`python -m recipes.peers.measure_nemo`: the scoring rule and the report, on case files written here (NeMo's own
 files are public reference data that this repository does not copy; the run with them is in
 docs/results/text_normalisation)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tts.text.measure_nemo import CLASSES, DOCUMENT_CLASSES, equivalent, load_cases, main, spoken_key
+from recipes.peers.measure_nemo import CLASSES, DOCUMENT_CLASSES, equivalent, load_cases, main, spoken_key
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from tts.piper_peer import PeerMissingError, PiperPeer
+from recipes.peers.piper import PeerMissingError, PiperPeer
 
 
 def test_piper_speaks_offline(monkeypatch: pytest.MonkeyPatch):

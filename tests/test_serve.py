@@ -16,7 +16,7 @@ import soundfile as sf
 from tts.api import load
 from tts.serve.batcher import Batcher, BatcherBusy, Job
 from tts.serve.formats import STREAMING_SIZE
-from tts.serve.testing import SpeechServer
+from recipes.bench.speech_server import SpeechServer
 
 # three sentences of about the same length: the batcher (--max-pad-ratio) puts them in one batch, as
 # Synthesizer.synthesize does

@@ -5,7 +5,7 @@ wav, and see a bad request's message."""
 import pytest
 from test_listening_browser import CHROMIUM, browser
 
-from tts.serve.testing import SpeechServer
+from recipes.bench.speech_server import SpeechServer
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed: run scripts/setup_browser.sh")
 

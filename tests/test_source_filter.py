@@ -142,11 +142,10 @@ def test_an_items_audio_does_not_depend_on_its_batch(vocoder: SourceFilterVocode
 
 
 def test_every_parameter_gets_a_gradient(mel_config: MelConfig, real_wav: Path):
+    from tts.data.features import compute_pitch
     from tts.training.source_filter_module import SourceFilterModule, teacher_f0
     from tts.vocoder.data import VocoderBatch
     from tts.vocoder.registry import vocoder_meta
-
-    from data_prep.features import compute_pitch
 
     torch.manual_seed(0)
     model = SourceFilterVocoder(mel_config, hidden_channels=32)

@@ -1,4 +1,4 @@
-"""tts.evaluation.tradeoff: quality from the quality reports, time from a separate timing run when given."""
+"""recipes.bench.tradeoff: quality from the quality reports, time from a separate timing run when given."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tts.evaluation import tradeoff
+from recipes.bench import tradeoff
 from tts.evaluation.table import ReportError
 
 

@@ -1,4 +1,4 @@
-"""tts.evaluation.val_losses: the last validation losses of runs, from real TensorBoard event files (a
+"""recipes.bench.val_losses: the last validation losses of runs, from real TensorBoard event files (a
 resumed run's two files read together, the highest step winning)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-from tts.evaluation import val_losses
+from recipes.bench import val_losses
 
 
 def _run(root: Path, name: str, points: list[list[tuple[str, int, float]]]) -> Path:

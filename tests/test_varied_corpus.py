@@ -164,7 +164,8 @@ def test_the_labs_evaluation_and_tradeoff_plot_run_on_a_tiny_varied_corpus(varie
     import subprocess
 
     from helpers import TINY, tiny_checkpoint
-    from tts.evaluation import table, tradeoff
+    from recipes.bench import tradeoff
+    from tts.evaluation import table
     from tts.paths import REPO_ROOT
 
     _featurise(varied)

@@ -1,4 +1,7 @@
-"""ASGI pieces shared by the project's two web servers (tts.serve, tts.listening).
+"""ASGI pieces shared by the project's two web servers (tts.serve, tts.listening), so that neither imports
+the other.
+
+`RateLimiter` keeps token buckets per (kind, client address).
 
 `BodyLimit` refuses a request body over `limit` bytes: at once by its Content-Length, and while it is
 read for chunked bodies (no length), so a huge request is never buffered. Each server keeps its own
@@ -9,6 +12,8 @@ renders it (FastAPI's body parsing passes an HTTPException on instead of turning
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -39,3 +44,24 @@ class BodyLimit:
             return msg
 
         return await self.app(scope, limited, send)
+
+
+class RateLimiter:
+    """Token buckets per (kind, client address): `rate` tokens per `per_s` seconds, burst = rate."""
+
+    def __init__(self, limits: dict[str, tuple[float, float]]):
+        self.limits = limits
+        self.buckets: dict[tuple[str, str], tuple[float, float]] = {}
+        self.lock = threading.Lock()
+
+    def allow(self, kind: str, client: str) -> bool:
+        rate, per_s = self.limits[kind]
+        now = time.monotonic()
+        with self.lock:
+            tokens, last = self.buckets.get((kind, client), (rate, now))
+            tokens = min(rate, tokens + (now - last) * rate / per_s)
+            ok = tokens >= 1
+            self.buckets[(kind, client)] = (tokens - 1 if ok else tokens, now)
+            if len(self.buckets) > 100_000:  # bounded memory under address spraying
+                self.buckets.clear()
+        return ok

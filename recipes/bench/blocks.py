@@ -1,6 +1,6 @@
 """The curve over the block size B of the block-wise NAR (issue 22), beside the AR and the parallel NAR.
 
-    python -m tts.benchmark blocks --block checkpoints/nar_block.pt --nar checkpoints/nar.pt --ar checkpoints/ar.pt \
+    python -m recipes.benchmark blocks --block checkpoints/nar_block.pt --nar checkpoints/nar.pt --ar checkpoints/ar.pt \
         [--vocoder source-filter] [--blocks 8,16,32,64,0] [--lengths 10,100,400] [--repeats 3] [--threads 2] \
         [--quality exp/eval/blockwise/report.json] [--out docs/results/blockwise]
 
@@ -29,8 +29,8 @@ from typing import Any
 import torch
 
 from tts import checkpoint
-from tts.bench.texts import SENTENCES, TextPool
-from tts.bench.timing import machine_facts, median
+from recipes.bench.texts import SENTENCES, TextPool
+from recipes.bench.timing import machine_facts, median
 from tts.inference import Part, Synthesizer, shipped_controls
 from tts.vocoder.registry import load_vocoder
 
@@ -144,14 +144,14 @@ def cache_bound(model: torch.nn.Module, block_frames: int = 16, n_frames: tuple[
 
 def stream_memory(block_ckpt: str, block_frames: int, repeats: tuple[int, ...], threads: int) -> list[dict]:
     """Peak RSS (VmHWM) of `python -m tts.synthesize --stream` with the block model, in a fresh process per
-    document size (tts.bench.document_memory's paragraph repeated R times): must not grow with the text."""
+    document size (recipes.bench.document_memory's paragraph repeated R times): must not grow with the text."""
     import os
     import subprocess
     import tempfile
 
     import soundfile as sf
 
-    from tts.bench.document_memory import _PROBE, PARAGRAPH
+    from recipes.bench.document_memory import _PROBE, PARAGRAPH
 
     rows = []
     for r in repeats:
@@ -194,9 +194,9 @@ def to_markdown(r: dict[str, Any]) -> str:
     lines = [f"# Block-wise NAR: the curve over B ({m.get('torch_threads')} thread(s), vocoder {r['vocoder']})", "",
              f"Machine: {m.get('cpu_count')} cores ({m.get('cpu_model')}), load average at start {load} (1/5/15 min); "
              "each time is the median of the runs after a warm-up.", "",
-             f"Command: `python -m tts.benchmark {' '.join(r['argv'])}`", ""]
+             f"Command: `python -m recipes.benchmark {' '.join(r['argv'])}`", ""]
     if r.get("quality_argv"):
-        lines += [f"Quality joined by: `python -m tts.benchmark {' '.join(r['quality_argv'])}`", ""]
+        lines += [f"Quality joined by: `python -m recipes.benchmark {' '.join(r['quality_argv'])}`", ""]
     names = list(r["systems"])
     lengths = sorted({row["symbols"] for row in r["speed"] if row["symbols"] != "paragraph"})
     head = ["system", "B"]
@@ -274,7 +274,7 @@ def parse_ints(s: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tts.benchmark blocks", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m recipes.benchmark blocks", description=__doc__.split("\n\n")[0])
     p.add_argument("--block", required=True, help="block-mode NAR checkpoint (e.g. checkpoints/nar_block.pt)")
     p.add_argument("--nar", help="parallel NAR checkpoint to compare with")
     p.add_argument("--ar", help="AR checkpoint to compare with")
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quality", nargs="+", help="recipes.evaluate report.json file(s) with the same systems")
     p.add_argument("--memory-repeats", type=parse_ints, default=None,
-                   help="also measure --stream's peak RSS on tts.bench.document_memory's paragraph x R, e.g. 2,12")
+                   help="also measure --stream's peak RSS on recipes.bench.document_memory's paragraph x R, e.g. 2,12")
     p.add_argument("--speed-from", help="a blocks.json measured before: join --quality to it without measuring again")
     p.add_argument("--block-prefix", default="nar_block", help="the block systems' name prefix in --quality")
     p.add_argument("--out", default="benchmark_blocks")

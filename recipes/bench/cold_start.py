@@ -1,4 +1,4 @@
-"""Cold start of the synthesis CLI: `python -m tts.benchmark cold-start`.
+"""Cold start of the synthesis CLI: `python -m recipes.benchmark cold-start`.
 
 Runs `python -m tts.synthesize --text "Hi." --out TMP.wav` (plus --runtime if asked) in a FRESH interpreter
 `--repeats` times after one unrecorded warm-up run (which fills the OS page cache and builds the CMUdict
@@ -180,7 +180,7 @@ def to_markdown(results: dict[str, ColdStartResult]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tts.benchmark cold-start", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m recipes.benchmark cold-start", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repo", type=Path, default=REPO_ROOT, help="checkout to measure (default: this one)")
     p.add_argument("--repeats", type=int, default=5)
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "cold_start.json").write_text(json.dumps(
-            {"argv": ["python", "-m", "tts.benchmark", "cold-start", *(argv if argv is not None else sys.argv[2:])],
+            {"argv": ["python", "-m", "recipes.benchmark", "cold-start", *(argv if argv is not None else sys.argv[2:])],
              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpu_count": os.cpu_count(),
              "load_average_before": load_before, "load_average_after": load_after,
              "results": {k: asdict(v) for k, v in results.items()}}, indent=1) + "\n")

@@ -1,6 +1,6 @@
 """Peak memory of the CLI against the length of the document (issue: memory must not grow with the text).
 
-    python -m tts.bench.document_memory [--repeats 2 24] [--acoustic nar] [--threads 1] [--runtime torch]
+    python -m recipes.bench.document_memory [--repeats 2 24] [--acoustic nar] [--threads 1] [--runtime torch]
 
 Each size runs `python -m tts.synthesize` in a fresh process on one fixed paragraph repeated R times and
 reads that process's RSS high-water mark (VmHWM) when it ends. Repeating one paragraph keeps the longest
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import soundfile as sf
 
-from tts.bench.memory import _status_mb
+from recipes.bench.memory import _status_mb
 
 PARAGRAPH = (
     "The old lighthouse keeper climbed the stairs every evening, counting each step aloud. "

@@ -1,4 +1,7 @@
-"""Loopback load test: N simultaneous simulated raters (threads + httpx) each complete the whole test.
+"""Loopback load test of the listening app: N simultaneous simulated raters (threads + httpx) each complete
+the whole test.
+
+    python -m recipes.bench.listening_loadtest --url http://127.0.0.1:PORT --raters 50 --db TESTDIR/results.sqlite
 
 Bounded: at most 200 raters, a wall-clock deadline, and only loopback URLs (127.0.0.1 / localhost /
 ::1). Each rater creates a session, then loops GET /api/next -> GET its audio and wait as long as the
@@ -9,9 +12,12 @@ file (--db) is checked: expected answers (sum of each rater's item count) vs sto
 
 from __future__ import annotations
 
+import argparse
 import io
+import json
 import random
 import sqlite3
+import sys
 import threading
 import time
 from urllib.parse import urlparse
@@ -110,3 +116,28 @@ def run_loadtest(url: str, raters: int = 50, fetch_audio: bool = True, timeout_s
         summary.update(v, lost=summary["expected"] - v["distinct"])
     summary["answers_per_s"] = round(summary["created"] / wall, 1) if wall > 0 else None
     return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m recipes.bench.listening_loadtest",
+                                 description="simulated raters against a loopback listening-test server")
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--raters", type=int, default=50)
+    ap.add_argument("--timeout", type=float, default=120.0, help="overall deadline in seconds")
+    ap.add_argument("--db", help="SQLite file of that server, to count stored/duplicated/lost answers")
+    ap.add_argument("--no-audio", action="store_true",
+                    help="don't download the audio (the server then refuses every answer with 425: a bot check)")
+    args = ap.parse_args(argv)
+    try:
+        summary = run_loadtest(args.url, args.raters, fetch_audio=not args.no_audio, timeout_s=args.timeout,
+                               db_path=args.db)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=1))
+    ok = summary["completed"] == args.raters and summary.get("lost", 0) == 0 and summary.get("duplicated", 0) == 0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

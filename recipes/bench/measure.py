@@ -14,13 +14,13 @@ from typing import Any, Callable
 
 import torch
 
-from tts.bench.memory import run_memory_probe_subprocess
-from tts.bench.peers import run_peers
-from tts.bench.report import make_plots, to_markdown
-from tts.bench.systems import (DEFAULT_FRAMES_PER_SYMBOL, System, build_random_checkpoint, build_vocoder,
+from recipes.bench.memory import run_memory_probe_subprocess
+from recipes.bench.peers import run_peers
+from recipes.bench.report import make_plots, to_markdown
+from recipes.bench.systems import (DEFAULT_FRAMES_PER_SYMBOL, System, build_random_checkpoint, build_vocoder,
                                is_random_checkpoint, n_params)
-from tts.bench.texts import FIRST_AUDIO_TEXT, SENTENCES, TextPool
-from tts.bench.timing import Bench, BenchmarkError, check_device, machine_facts, median
+from recipes.bench.texts import FIRST_AUDIO_TEXT, SENTENCES, TextPool
+from recipes.bench.timing import Bench, BenchmarkError, check_device, machine_facts, median
 from tts.inference import Synthesizer
 
 
@@ -281,7 +281,7 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
 
     result = {
         "meta": {
-            "command": " ".join(shlex.quote(a) for a in [sys.executable, "-m", "tts.benchmark", *args.argv]),
+            "command": " ".join(shlex.quote(a) for a in [sys.executable, "-m", "recipes.benchmark", *args.argv]),
             "argv": args.argv,
             "started": args.started,
             "machine": facts,

@@ -1,4 +1,4 @@
-"""Peak memory: one inference in a FRESH subprocess per system (`python -m tts.benchmark --memory-probe`)."""
+"""Peak memory: one inference in a FRESH subprocess per system (`python -m recipes.benchmark --memory-probe`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from tts.bench.systems import System, build_vocoder
-from tts.bench.timing import make_sync
+from recipes.bench.systems import System, build_vocoder
+from recipes.bench.timing import make_sync
 
 
 # --------------------------------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def run_memory_probe_subprocess(spec: dict[str, Any], tmp: Path) -> dict[str, An
     spec_file = tmp / f"probe-{spec['system']}.json"
     spec_file.write_text(json.dumps(spec))
     env = dict(os.environ, OMP_NUM_THREADS=str(spec["threads"]), MKL_NUM_THREADS=str(spec["threads"]))
-    r = subprocess.run([sys.executable, "-m", "tts.benchmark", "--memory-probe", str(spec_file)],
+    r = subprocess.run([sys.executable, "-m", "recipes.benchmark", "--memory-probe", str(spec_file)],
                        capture_output=True, text=True, timeout=900, env=env)
     if r.returncode != 0:
         return {"error": f"probe failed (rc {r.returncode}): {r.stderr.strip()[-500:]}"}

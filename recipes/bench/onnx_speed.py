@@ -1,6 +1,6 @@
-"""ONNX against eager torch on the default voice: `python -m tts.benchmark onnx --out docs/results/onnx`.
+"""ONNX against eager torch on the default voice: `python -m recipes.benchmark onnx --out docs/results/onnx`.
 
-For texts of several symbol lengths (the benchmark's sentence pool, tts.bench.texts), both runtimes speak
+For texts of several symbol lengths (the benchmark's sentence pool, recipes.bench.texts), both runtimes speak
 the same token ids with the same seed and the shipped controls, one utterance at a time:
   * parity: mel max |onnx - eager| (natural-log units), equal frame counts, wave max |difference| and
     relative RMS error;
@@ -40,7 +40,7 @@ def run(onnx_dir: Path, lengths: list[int], threads: list[int], repeats: int, se
         log: Callable[[str], None] = print) -> dict[str, Any]:
     import torch
 
-    from tts.bench.texts import TextPool
+    from recipes.bench.texts import TextPool
     from tts.export import export
     from tts.inference import Synthesizer, shipped_checkpoint, shipped_defaults
     from tts.onnx_runtime import OnnxSynthesizer, export_is_current
@@ -118,7 +118,7 @@ def to_markdown(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tts.benchmark onnx", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m recipes.benchmark onnx", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--onnx-dir", type=Path, default=REPO_ROOT / "checkpoints" / "onnx")
     p.add_argument("--lengths", default="25,100,300", help="symbols per text (comma list)")
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args.onnx_dir, lengths, threads, args.repeats, args.seed)
     # on a shared machine the absolute times move with the load; both runtimes are timed back to back
     result["settings"]["load_average_before"], result["settings"]["load_average_after"] = load_before, os.getloadavg()
-    result["argv"] = ["python", "-m", "tts.benchmark", "onnx", *(argv if argv is not None else sys.argv[2:])]
+    result["argv"] = ["python", "-m", "recipes.benchmark", "onnx", *(argv if argv is not None else sys.argv[2:])]
     result["started"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

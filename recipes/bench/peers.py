@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from tts.bench.systems import n_params
+from recipes.bench.systems import n_params
 from tts.inference import forced_durations, pad_tokens
-from tts.bench.timing import Bench, median
+from recipes.bench.timing import Bench, median
 
 FESTIVAL_VOICE = "voice_cmu_us_slt_arctic_hts"
 
@@ -121,7 +121,7 @@ def festival_once(text: str, tmp: Path) -> tuple[float, float]:
 
 def time_piper(args, bench: Bench, texts, e2e, ref: str, log) -> dict[str, Any]:
     """Piper's in-process text -> wave time per length (its optional extra missing: 'unavailable')."""
-    from tts.piper_peer import PeerMissingError, PiperPeer
+    from recipes.peers.piper import PeerMissingError, PiperPeer
 
     try:
         peer = PiperPeer(threads=1)

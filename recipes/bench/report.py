@@ -1,4 +1,4 @@
-"""The benchmark's report: plots and markdown (the JSON is written by tts.bench.measure)."""
+"""The benchmark's report: plots and markdown (the JSON is written by recipes.bench.measure)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from tts.bench.texts import SENTENCES
+from recipes.bench.texts import SENTENCES
 
 
 # --------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ concurrent clients each sending `--requests` requests one after another (streame
 end), then the report: errors, p50/p95 total and first-byte latency, requests/s, audio seconds per second,
 the server's resident memory before, at its peak during and after the load, and the batcher's statistics.
 
-    python -m tts.serve.loadtest --clients 50 --requests 20 --baseline --out docs/results/serve/loadtest.json
+    python -m recipes.bench.serve_loadtest --clients 50 --requests 20 --baseline --out docs/results/serve/loadtest.json
 
 --baseline also runs the same load against a second server with --max-batch 1 (one sentence at a time) and
 reports the throughput gain of dynamic batching against it; with --rounds N the two servers' rounds
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from tts.serve.testing import SpeechServer
+from recipes.bench.speech_server import SpeechServer
 
 # What the clients ask for: one to three sentences, as a chat assistant or a screen reader would.
 TEXTS = (
@@ -174,7 +174,7 @@ def to_markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tts.serve.loadtest", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m recipes.bench.serve_loadtest", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--requests", type=int, default=20, help="requests per client, one after another")
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if min(args.clients, args.requests, args.max_batch, args.threads, args.rounds) < 1:
         p.error("--clients, --requests, --max-batch, --threads and --rounds must be >= 1")
-    report: dict = {"command": "python -m tts.serve.loadtest " + " ".join(sys.argv[1:] if argv is None else argv),
+    report: dict = {"command": "python -m recipes.bench.serve_loadtest " + " ".join(sys.argv[1:] if argv is None else argv),
                     "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
                     "texts": list(TEXTS)}
     settings = {"one_at_a_time": 1, "batched": args.max_batch} if args.baseline else {"batched": args.max_batch}

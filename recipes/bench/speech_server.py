@@ -1,16 +1,39 @@
-"""A real `python -m tts.serve` on a free loopback port, for tests and the load test."""
+"""A real `python -m tts.serve` on a free loopback port, for the load test (recipes.bench.serve_loadtest) and
+the tests; `free_port` and `wait_until_healthy` serve the listening app's test harness too."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-
-from tts.listening.testing import free_port, wait_until_healthy
+import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_healthy(proc: subprocess.Popen, url: str, timeout: float, output) -> None:
+    """Poll `url` until it answers 200; a server that exits first, or does not answer within `timeout`
+    seconds, is a RuntimeError carrying its `output` (the pipe its stdout/stderr went to)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {output.read().decode(errors='replace')}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not start in time")
 
 
 class SpeechServer:

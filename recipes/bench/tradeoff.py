@@ -1,6 +1,6 @@
 """Quality against mel-generation time, from `recipes.evaluate` reports: a plot and its table.
 
-    python -m tts.evaluation.tradeoff exp/eval/multimodality/report.json --out docs/results/multimodality \
+    python -m recipes.bench.tradeoff exp/eval/multimodality/report.json --out docs/results/multimodality \
         [--systems a,b,...] [--y distillmos] [--name tradeoff] [--timing TIMING_REPORT]
 
 Each system is one point: x = mean mel-generation time per utterance (the report's `mel_s`), y = the mean

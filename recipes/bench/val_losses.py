@@ -1,6 +1,6 @@
 """The last validation losses of training runs, side by side (from their TensorBoard logs).
 
-    python -m tts.evaluation.val_losses exp/mm_nar exp/mm_nar_distilled exp/mm_nar_kd \
+    python -m recipes.bench.val_losses exp/mm_nar exp/mm_nar_distilled exp/mm_nar_kd \
         [--tags val/mel_l1,val/pitch_mse] [--out docs/results/multimodality/val_losses.md]
 
 A run resumed after a kill writes several event files: they are read together and, per tag, the value at

@@ -1,6 +1,6 @@
 """Our normaliser and NVIDIA's `nemo-text-processing` on NeMo's public English TN test cases, per class.
 
-    python -m tts.text.measure_nemo --cases DIR [--nemo-venv DIR [--install]] [--out DIR] [--show-failures]
+    python -m recipes.peers.measure_nemo --cases DIR [--nemo-venv DIR [--install]] [--out DIR] [--show-failures]
 
 DIR holds NeMo's `test_cases_<class>.txt` files (`written~spoken[~another spoken]` per line; from
 NVIDIA/NeMo-text-processing, tests/nemo_text_processing/en/data_text_normalization/, tag r1.2.0 matches
@@ -8,7 +8,7 @@ the PyPI 1.2.0 release).  They are public reference data and are NOT copied into
 the report names cases by file and line only.
 
 NeMo runs in its own venv (`--nemo-venv`; `--install` makes it with pip and times it) through
-`tts/text/nemo_worker.py`: twice, once on an empty grammar cache (first-use compile) and once on the
+`recipes/peers/nemo_worker.py`: twice, once on an empty grammar cache (first-use compile) and once on the
 filled cache (cached start-up, then every case timed).
 
 Scoring (`spoken_key`): two spoken forms are equal when their word sequences are equal after
@@ -310,7 +310,7 @@ def to_markdown(report: Report) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tts.text.measure_nemo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m recipes.peers.measure_nemo", description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=Path, required=True, help="directory of NeMo's test_cases_*.txt")
     parser.add_argument("--nemo-venv", type=Path, help="venv with nemo-text-processing (measured if given)")
     parser.add_argument("--install", action="store_true", help="(re)create --nemo-venv with pip, timed")

@@ -1,4 +1,4 @@
-"""Runs NVIDIA's `nemo-text-processing` normaliser for `tts.text.measure_nemo`, inside NeMo's own venv.
+"""Runs NVIDIA's `nemo-text-processing` normaliser for `recipes.peers.measure_nemo`, inside NeMo's own venv.
 
 This file imports nothing from `tts`: it is executed as a script by the Python of a separate virtual
 environment (`nemo-text-processing` pins pynini and pulls pandas/transformers, which we keep out of

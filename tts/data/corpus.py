@@ -1,4 +1,5 @@
-"""Reading a prepared corpus (the layout written by data_prep.festival_corpus / data_prep.ljspeech).
+"""A prepared corpus: its layout and readers (written by data_prep.festival_corpus / data_prep.ljspeech /
+data_prep.piper_corpus through data_prep.corpus; the product owns the layout, data_prep writes it).
 
     DIR/metadata.csv            id|text|normalised text   (LJSpeech layout, no quoting, no header)
     DIR/wavs/ID.wav             22 050 Hz mono 16-bit
@@ -7,7 +8,8 @@
     DIR/segments/ID.json        Festival corpora only: phone segmentation (see `Segmentation`)
     DIR/features/ID.pt          after data_prep.features (see `Features`), plus features/stats.json
 
-Every reader raises `CorpusError` naming the file when it is missing or malformed.
+Every reader raises `CorpusError` naming the file when it is missing or malformed.  Nothing here imports
+data_prep (data_prep imports the product, never the reverse).
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from data_prep.atomic import write_text_atomic
-from data_prep.splits import SPLIT_NAMES
-
 if TYPE_CHECKING:  # torch is imported lazily: the corpus builder and readers do not need it
     import torch
 
     from tts.audio import MelConfig
+
+
+SPLIT_NAMES = ("train", "val", "test")  # DIR/splits/NAME.txt (data_prep.splits assigns them)
 
 
 class CorpusError(ValueError):
@@ -117,16 +119,6 @@ def parse_metadata(path: Path) -> list[Utterance]:
 
 def read_metadata(data_dir: str | Path) -> list[Utterance]:
     return parse_metadata(Path(data_dir) / "metadata.csv")
-
-
-def write_metadata(data_dir: str | Path, utts: list[Utterance]) -> None:
-    for u in utts:
-        for field in (u.id, u.text, u.normalised_text):
-            if "|" in field or "\n" in field:
-                raise CorpusError(f"utterance {u.id!r}: '|' or newline in {field!r}")
-    write_text_atomic(
-        Path(data_dir) / "metadata.csv", "".join(f"{u.id}|{u.text}|{u.normalised_text}\n" for u in utts)
-    )
 
 
 def read_split(data_dir: str | Path, name: str) -> list[str]:

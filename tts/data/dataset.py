@@ -15,9 +15,9 @@ from torch.utils.data import Dataset
 
 import soundfile as sf
 
-from data_prep.corpus import CorpusError, load_features, read_metadata, read_split, wav_path
 from tts.audio import MelConfig
 from tts.data.batch import Batch
+from tts.data.corpus import CorpusError, load_features, read_metadata, read_split, wav_path
 from tts.text import TextFrontend
 
 log = logging.getLogger(__name__)

@@ -1,9 +1,8 @@
-"""python -m tts.listening {serve,report,loadtest} — see tts/listening/__init__.py."""
+"""python -m tts.listening {serve,report} — see tts/listening/__init__.py."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import sys
@@ -50,13 +49,6 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--max-attention-fails", type=int, default=0)
     r.add_argument("--max-fast-share", type=float, default=0.2,
                    help="exclude raters with more than this share of answers faster than the audio")
-    lt = sub.add_parser("loadtest", help="simulated raters against a loopback server")
-    lt.add_argument("--url", required=True)
-    lt.add_argument("--raters", type=int, default=50)
-    lt.add_argument("--timeout", type=float, default=120.0, help="overall deadline in seconds")
-    lt.add_argument("--db", help="SQLite file of that server, to count stored/duplicated/lost answers")
-    lt.add_argument("--no-audio", action="store_true",
-                    help="don't download the audio (the server then refuses every answer with 425: a bot check)")
     args = ap.parse_args(argv)
 
     if args.cmd == "serve":
@@ -79,31 +71,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         return 0
-    if args.cmd == "report":
-        from .build import load_test
-        from .db import WrongTestError, check_test_id
-        from .report import to_markdown, write_report
-
-        try:
-            check_test_id(args.db, load_test(args.test)["test_id"])
-        except (WrongTestError, ValueError, OSError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        res = write_report(args.test, args.db, args.out, args.max_attention_fails, args.max_fast_share)
-        print(to_markdown(res))
-        print(f"wrote {args.out}/report.md, report.json, report.png")
-        return 0
-    from .loadtest import run_loadtest
+    # args.cmd == "report"
+    from .build import load_test
+    from .db import WrongTestError, check_test_id
+    from .report import to_markdown, write_report
 
     try:
-        summary = run_loadtest(args.url, args.raters, fetch_audio=not args.no_audio, timeout_s=args.timeout,
-                               db_path=args.db)
-    except ValueError as e:
+        check_test_id(args.db, load_test(args.test)["test_id"])
+    except (WrongTestError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(summary, indent=1))
-    ok = summary["completed"] == args.raters and summary.get("lost", 0) == 0 and summary.get("duplicated", 0) == 0
-    return 0 if ok else 1
+    res = write_report(args.test, args.db, args.out, args.max_attention_fails, args.max_fast_share)
+    print(to_markdown(res))
+    print(f"wrote {args.out}/report.md, report.json, report.png")
+    return 0
 
 
 if __name__ == "__main__":

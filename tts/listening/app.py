@@ -31,7 +31,6 @@ import random
 import re
 import secrets
 import sqlite3
-import threading
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -50,7 +49,7 @@ from fastapi.responses import (
 )
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tts.web_limits import BodyLimit
+from tts.web_limits import BodyLimit, RateLimiter
 
 from . import db as dbm
 from .build import hash_invite, load_test
@@ -92,27 +91,6 @@ class AnswerIn(BaseModel):
         if (self.choice is None) == (self.score is None):
             raise ValueError("give exactly one of choice (A/B item) or score (MOS item)")
         return self
-
-
-class RateLimiter:
-    """Token buckets per (kind, client address): `rate` tokens per `per_s` seconds, burst = rate."""
-
-    def __init__(self, limits: dict[str, tuple[float, float]]):
-        self.limits = limits
-        self.buckets: dict[tuple[str, str], tuple[float, float]] = {}
-        self.lock = threading.Lock()
-
-    def allow(self, kind: str, client: str) -> bool:
-        rate, per_s = self.limits[kind]
-        now = time.monotonic()
-        with self.lock:
-            tokens, last = self.buckets.get((kind, client), (rate, now))
-            tokens = min(rate, tokens + (now - last) * rate / per_s)
-            ok = tokens >= 1
-            self.buckets[(kind, client)] = (tokens - 1 if ok else tokens, now)
-            if len(self.buckets) > 100_000:  # bounded memory under address spraying
-                self.buckets.clear()
-        return ok
 
 
 def layout_for(test: dict, rater_id: str) -> list[tuple[str, bool]]:

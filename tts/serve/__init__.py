@@ -10,5 +10,5 @@ Endpoints
   GET  /                  a page to type text and hear it (streaming playback)
 Bad requests get 4xx with {"error": {"message", "type", "param", "code"}}; bodies over the limit 413; too
 many requests per client 429; a full queue or no audio within the first-audio timeout 503.  Concurrent
-requests are batched dynamically (tts/serve/batcher.py); `python -m tts.serve.loadtest` measures it.
+requests are batched dynamically (tts/serve/batcher.py); `python -m recipes.bench.serve_loadtest` measures it.
 """

@@ -23,7 +23,7 @@ names (months, street types).  Heuristics worth knowing (each documented at its 
 a capitalised word and precede none ("Elm St." -> "street") or follow a house number; "a.m."/"p.m."
 become "a m"/"p m" (letters the G2P spells); a bare number of 5+ digits not ending in 00 is an
 identifier read digit by digit; a hyphen between two numbers is a range ("to").
-How this compares with NVIDIA's NeMo normaliser: `python -m tts.text.measure_nemo` and
+How this compares with NVIDIA's NeMo normaliser: `python -m recipes.peers.measure_nemo` and
 docs/results/text_normalisation.
 """
 

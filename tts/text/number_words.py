@@ -12,7 +12,7 @@ import re
 
 def num2words(number: int, **kwargs: str) -> str:
     """num2words.num2words, imported on first use: ~20 ms of every start-up, and only text with numbers
-    needs it (tts.benchmark cold-start)."""
+    needs it (recipes.benchmark cold-start)."""
     from num2words import num2words as convert
 
     return convert(number, **kwargs)

@@ -8,7 +8,7 @@ starting at frame f is paired with samples [f*hop, (f+S)*hop).
 
 Frame F0 (`with_pitch`, for the source-filter vocoder's F0/voicing supervision and its teacher-forced
 oscillator): float [S] Hz, 0 = unvoiced, frame t at sample t * hop -- from the corpus's feature cache
-(`data_prep.features`, DIR/features/ID.pt) when it is current for this mel config, else computed the
+(`tts.data.features`, DIR/features/ID.pt) when it is current for this mel config, else computed the
 same way (pyworld dio + stonemask) on the fly.
 
 Teacher-forced fine-tuning (`mel_dir`): instead of ground-truth mels, read `mel_dir/ID.pt` (a tensor,
@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from data_prep.corpus import wav_path
 from tts.audio import MelConfig, MelSpectrogram, load_wav
+from tts.data.corpus import wav_path
 
 
 class VocoderDataError(ValueError):
@@ -137,7 +137,7 @@ class VocoderDataset(Dataset[VocoderItem]):
     def _pitch(self, utt_id: str, wave: torch.Tensor, n_frames: int) -> torch.Tensor:
         """Frame F0 [T] Hz of the utterance: from the feature cache when its pitch was made the current
         way for this audio and frame grid (the mel and energy entries are not needed), else computed."""
-        from data_prep.features import compute_pitch, pitch_is_current
+        from tts.data.features import compute_pitch, pitch_is_current
 
         path = self.root / "features" / f"{utt_id}.pt"
         if path.is_file():
