@@ -11,7 +11,7 @@ import torch
 from helpers import TINY, tiny_checkpoint
 from recipes import benchmark
 from recipes.bench.systems import DEFAULT_FRAMES_PER_SYMBOL
-from tts.inference import forced_durations
+from tts.runtime.torch_engine import forced_durations
 from tts.paths import REPO_ROOT
 
 
