@@ -20,7 +20,7 @@ from tts.paths import REPO_ROOT
 from tts.runtime.onnx_engine import OnnxEngine, OnnxExportError, export_is_current, read_manifest
 from tts.runtime.release import shipped_checkpoint
 from tts.runtime.torch_engine import TorchEngine
-from tts.vocoder.dsp_numpy import hann_window, render_whole
+from tts.vocoder.render import RenderInput, Synthesis, hann_window, render
 
 MEL_ATOL = 1e-4
 
@@ -41,7 +41,8 @@ def test_hash_noise_matches_the_torch_table():
 
 
 def test_render_matches_torch(exported: Path):
-    """The numpy DSP on the torch vocoder's own frame parameters: the same wave to float rounding."""
+    """The one render on numpy operations (the ONNX engine's) and on torch's (the vocoder's), fed the torch
+    vocoder's own frame parameters: the same wave to float rounding."""
     engine = TorchEngine.from_paths(shipped_checkpoint("nar"), "source-filter")
     voc = engine.vocoder
     mel = engine.mels([engine.encode("Hello world.")], [0], engine.defaults.replace(seed=1)).mels
@@ -49,9 +50,11 @@ def test_render_matches_torch(exported: Path):
         params = voc.frame_params(mel)
         f0, voiced = voc.decode(params)
         expected = voc._render_whole(params, f0, voiced).numpy()
-    dsp = read_manifest(exported)["vocoder"]
-    got = render_whole(f0.numpy(), voiced.numpy(), params.harmonic_cepstrum.numpy(), params.noise_cepstrum.numpy(),
-                       dsp, hann_window(int(dsp["window"])))
+    syn = Synthesis(**read_manifest(exported)["vocoder"])
+    assert syn == voc.synthesis
+    t = f0.shape[1]
+    got, _ = render(RenderInput(f0.numpy(), voiced.numpy(), params.harmonic_cepstrum.numpy(), params.noise_cepstrum.numpy(),
+                                0), 0, t * syn.hop_length, np.zeros(1), t, syn, hann_window(syn.window))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
 
 

@@ -17,7 +17,8 @@ decoder, the refiner's start noise (`gather_noise` from tts.noise's table, which
 sampling loop (`EulerLoop`, scripted into one ONNX Loop over K = refine_steps), and `denormalise_mel`.
 The controls and the noise offsets (tts.noise.item_noise_seed of the run's seed and each item's index) are
 inputs, so the ONNX engine computes nothing of the model.  The vocoder graph is the network and its F0 /
-voicing decoding; the DSP render (oscillator, filters, overlap-add) runs in numpy (tts.vocoder.dsp_numpy).
+voicing decoding; the DSP render (oscillator, filters, overlap-add) is tts.vocoder.render, the one render
+the torch vocoder trains and speaks with, run on numpy.
 
 The manifest records what a runtime needs and nothing it could get wrong silently: the mel config, the
 text frontend (symbol table, length limit), the voice's default controls (the checkpoint's own), the DSP
@@ -272,14 +273,13 @@ def export(out_dir: str | Path, acoustic: str | Path | None = None, vocoder: str
                       {"mel": {0: "B", 2: "T"}, "f0": {0: "B", 1: "T"}, "voiced": {0: "B", 1: "T"},
                        "harmonic_cepstrum": {0: "B", 1: "T"}, "noise_cepstrum": {0: "B", 1: "T"}})
 
-    syn = voc.synthesis
+    syn = voc.synthesis  # the DSP settings: tts.vocoder.render.Synthesis
     manifest = {
         "format": FORMAT,
         "mel_config": loaded.mel_config.to_dict(),
         "frontend": loaded.meta.frontend,
         "controls": model.inference_spec().defaults,  # the voice's own: Controls' defaults on the ONNX engine
-        "vocoder": {"sample_rate": syn.sample_rate, "hop_length": syn.hop_length, "frame_hop": syn.frame_hop,
-                    "window": syn.window, "cutoff_hz": syn.cutoff_hz, "seed": syn.seed},
+        "vocoder": syn.to_dict(),
         "sources": {
             "acoustic": file_entry(acoustic_path, path=_portable(acoustic_path)),
             "vocoder": file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file)),

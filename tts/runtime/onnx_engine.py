@@ -3,8 +3,8 @@
 
 The acoustic graph holds the whole NAR inference (length regulation and the K refiner steps included, the
 controls and noise offsets as inputs: tts/export.py), so this engine computes nothing of the model: it
-feeds the graph, runs the vocoder graph (network + F0 decoding) and the numpy DSP render
-(tts.vocoder.dsp_numpy).  `OnnxExportError` for a missing, stale-format or corrupt export (CLI exit 4).
+feeds the graph, runs the vocoder graph (network + F0 decoding) and the vocoder's DSP render
+(tts.vocoder.render, the one render, on numpy).  `OnnxExportError` for a missing, stale-format or corrupt export (CLI exit 4).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tts.noise import item_noise_seed
 from tts.paths import CHECKPOINT_DIR
 from tts.runtime.controls import Controls
 from tts.runtime.engine import Capabilities, MelBatch
-from tts.vocoder.dsp_numpy import hann_window, render_whole
+from tts.vocoder.render import RenderInput, Synthesis, hann_window, render
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
 MANIFEST = "manifest.json"  # the export's layout, defined here (torch-free) and imported by tts.export
@@ -163,8 +163,8 @@ class OnnxEngine:
         self.capabilities = Capabilities(controls=frozenset(
             {"refine_steps", "temperature", "speed", "pitch_shift", "block_frames"}))
         self.defaults = Controls(**manifest["controls"])
-        self.dsp = manifest["vocoder"]
-        self.window = hann_window(int(self.dsp["window"]))
+        self.synthesis = Synthesis(**manifest["vocoder"])
+        self.window = hann_window(self.synthesis.window)
 
     @classmethod
     def load(cls, onnx_dir: str | Path = DEFAULT_ONNX_DIR, threads: int | None = 1, verify: bool = True) -> "OnnxEngine":
@@ -202,8 +202,10 @@ class OnnxEngine:
                 continue
             f0, voiced, harmonic, noise = self.sessions["vocoder"].run(
                 None, {"mel": np.ascontiguousarray(batch.mels[k : k + 1, :, :n])})
-            wave = render_whole(f0, voiced, harmonic, noise, self.dsp, self.window)[0]
-            waves.append(np.clip(wave, -1.0, 1.0).astype(np.float32))
+            # the whole utterance, as SourceFilterVocoder.synthesize renders it (the one render, numpy ops)
+            wave, _ = render(RenderInput(f0, voiced, harmonic, noise, 0), 0, n * self.synthesis.hop_length,
+                             np.zeros(1), n, self.synthesis, self.window)
+            waves.append(np.clip(wave[0], -1.0, 1.0).astype(np.float32))
         return waves
 
     def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> None:
