@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Subcommands with their own options (the first argument); without one, the latency/memory benchmark runs.
-SUBCOMMANDS = {"cold-start": "recipes.bench.cold_start", "onnx": "recipes.bench.onnx_speed", "blocks": "recipes.bench.blocks"}
+SUBCOMMANDS = {"cold-start": "recipes.bench.cold_start", "onnx": "recipes.bench.onnx_speed", "blocks": "recipes.bench.blocks",
+               "runtime": "recipes.bench.runtime"}
 
 
 def main(argv: list[str] | None = None) -> int:
