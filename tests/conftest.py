@@ -54,7 +54,8 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def voice():
-    """The shipped default voice through the Python API (tts.load()), loaded once for the session."""
+    """The shipped default voice through the Python API on the torch engine (tts.load(runtime="torch"): "auto",
+    the default, would take its ONNX export when that is current), loaded once for the session."""
     import tts
 
-    return tts.load()
+    return tts.load(runtime="torch")

@@ -37,14 +37,14 @@ def test_synthesize_returns_numpy_audio_of_the_one_path(voice):
     assert audio.samples.dtype == np.float32 and audio.samples.ndim == 1 and audio.seconds > 3
     assert audio.sentences == ("The quick brown fox jumps over the lazy dog.", "It was not amused.",
                                "Neither was the cat.")
-    same = voice.synth.synthesize(TEXT)  # the Synthesizer itself: the API adds nothing to the audio
-    assert np.array_equal(audio.samples, same.wave.numpy())
+    same = voice.pipeline.synthesize(TEXT)  # the Pipeline itself: the API adds nothing to the audio
+    assert np.array_equal(audio.samples, same.wave)
     assert np.array_equal(voice.synthesize(TEXT).samples, audio.samples)  # seeded: repeatable
     assert not np.array_equal(voice.synthesize(TEXT, seed=1).samples, audio.samples)
 
 
 def test_stream_yields_audio_as_it_is_made(voice):
-    from tts.inference import STREAM_TOLERANCE
+    from tts.runtime.pipeline import STREAM_TOLERANCE
 
     chunks = voice.stream(TEXT)
     assert inspect.isgenerator(chunks)
@@ -55,7 +55,7 @@ def test_stream_yields_audio_as_it_is_made(voice):
     whole = voice.synthesize(TEXT, batch_size=1).samples
     assert joined.shape == whole.shape and np.abs(joined - whole).max() <= STREAM_TOLERANCE
     # the two sentence pauses come as chunks of their own
-    pause = int(voice.synth.pause_s * voice.sample_rate)
+    pause = int(voice.pipeline.pause_s * voice.sample_rate)
     assert sum(1 for c in rest if c.size == pause and not c.any()) == 2
 
 
@@ -89,11 +89,13 @@ def test_runtime_choices_and_a_missing_onnx_export(tmp_path):
 
 def test_onnx_voice(voice):
     pytest.importorskip("onnxruntime", reason="onnxruntime not installed")
-    from tts.onnx_runtime import DEFAULT_ONNX_DIR, export_is_current
+    from tts.runtime.onnx_engine import DEFAULT_ONNX_DIR, export_is_current
 
     if not export_is_current(DEFAULT_ONNX_DIR):
         pytest.skip(f"no current ONNX export at {DEFAULT_ONNX_DIR}: run python -m tts.export")
     onnx = tts.load(runtime="onnx")
+    assert onnx.runtime == "onnx" and voice.runtime == "torch"
+    assert tts.load().runtime == "onnx"  # runtime="auto" (the default) takes the current export of the default voice
     audio = onnx.synthesize(TEXT)
     assert audio.sample_rate == voice.sample_rate and audio.samples.dtype == np.float32
     assert audio.sentences == voice.synthesize(TEXT).sentences

@@ -237,7 +237,7 @@ def test_tiny_block_mode_training_run_warm_started_from_a_parallel_checkpoint(fe
 def test_evaluate_expands_nar_bs_and_a_parallel_checkpoint_refuses_block_sizes():
     from recipes.evaluate import EvaluationConfigError, parse_systems
 
-    from tts.inference import SystemSpec
+    from tts.evaluation.systems import SystemSpec
     from tts.paths import CHECKPOINT_DIR
 
     nar = str(CHECKPOINT_DIR / "nar.pt")
@@ -249,4 +249,4 @@ def test_evaluate_expands_nar_bs_and_a_parallel_checkpoint_refuses_block_sizes()
     with pytest.raises(EvaluationConfigError, match="block sizes"):
         parse_systems({"nb": {"kind": "acoustic", "checkpoint": nar, "nar_bs": [-1]}})
     with pytest.raises(ValueError, match="block-mode checkpoint"):
-        systems[0].synthesizer()  # nar.pt was trained for parallel decoding only
+        systems[0].pipeline()  # nar.pt was trained for parallel decoding only

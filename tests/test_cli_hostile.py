@@ -20,8 +20,11 @@ import soundfile as sf
 import torch
 from helpers import TINY, tiny_checkpoint
 from tts import checkpoint
-from tts.inference import SynthesisError, Synthesizer, split_clause
+from tts.errors import SynthesisError
 from tts.paths import CHECKPOINT_DIR, REPO_ROOT
+from tts.runtime import Pipeline
+from tts.runtime.text_stage import split_clause
+from tts.runtime.torch_engine import TorchEngine
 from tts.synthesize import main
 from tts.vocoder.pretrained import DEFAULT_SAVEDIR
 from tts.vocoder.registry import load_vocoder
@@ -155,9 +158,9 @@ def test_non_finite_audio_is_never_returned(ckpts):
     loaded = checkpoint.load(ckpts["nonautoregressive"])
     with torch.no_grad():
         dict(loaded.model.named_parameters())["refiner.net.output.bias"].fill_(float("nan"))  # every refined frame
-    synth = Synthesizer(loaded, load_vocoder("griffin-lim", loaded.mel_config))
+    pipeline = Pipeline(TorchEngine(loaded, load_vocoder("griffin-lim", loaded.mel_config)))
     with pytest.raises(SynthesisError, match="non-finite.*Hello there"):
-        synth.synthesize("Hello there.", refine_steps=2)
+        pipeline.synthesize("Hello there.", pipeline.controls(refine_steps=2))
 
 
 # --- item 3: the output is checked before synthesis ------------------------------------------------------
@@ -256,9 +259,9 @@ def test_a_sentence_over_the_symbol_limit_is_spoken_in_parts(ckpts, tmp_path: Pa
     no_commas = " ".join(["word"] * 150) + "."  # no clause boundary at all: cut between words
     code, err = run_main([*nar(ckpts), "--text", no_commas, "--out", str(tmp_path / "words.wav")], capsys)
     assert code == 0, err
-    synth = Synthesizer.from_paths(ckpts["nonautoregressive"], "griffin-lim")
-    result = synth.synthesize(text, refine_steps=0)
-    assert len(result.sentences) > 1 and all(len(synth.encode(s)) <= 400 for s in result.sentences)
+    pipeline = Pipeline(TorchEngine.from_paths(ckpts["nonautoregressive"], "griffin-lim"))
+    result = pipeline.synthesize(text, pipeline.controls(refine_steps=0))
+    assert len(result.sentences) > 1 and all(len(pipeline.engine.encode(s)) <= 400 for s in result.sentences)
     assert " ".join(result.sentences).split() == text.split()  # no word lost or added
     assert any("split a long sentence" in n for n in result.notes)
 
@@ -276,13 +279,14 @@ def test_ar_failure_is_an_error_naming_the_sentence_unless_kept(ckpts, tmp_path:
 
 # --- item 11: a sentence cut by the model's frame guard is spoken again in parts -----------------------------
 def test_frame_guard_cut_is_spoken_in_parts(ckpts):
-    synth = Synthesizer.from_paths(ckpts["guarded"], "griffin-lim")
+    pipeline = Pipeline(TorchEngine.from_paths(ckpts["guarded"], "griffin-lim"))
     text = "This sentence, long and slow, has far more frames than the guard allows, so it is cut."
-    result = synth.synthesize(text, refine_steps=0, speed=0.2)
-    whole = synth.mels(synth.pad([synth.encode(text)]), refine_steps=0, speed=0.2)
-    assert bool(whole.truncated[0]) and int(whole.mel_lengths[0]) == 60  # what the CLI used to write
+    controls = pipeline.controls(refine_steps=0, speed=0.2)
+    result = pipeline.synthesize(text, controls)
+    whole = pipeline.engine.mels([pipeline.engine.encode(text)], [0], controls)
+    assert bool(whole.truncated[0]) and int(whole.lengths[0]) == 60  # what the CLI used to write
     assert any("frame guard cut" in n for n in result.notes)
-    assert result.wave.numel() > 60 * synth.mel_config.hop_length  # longer than the cut: every part spoken
+    assert result.wave.size > 60 * pipeline.engine.mel_config.hop_length  # longer than the cut: every part spoken
 
 
 # --- item 12: Ctrl-C ------------------------------------------------------------------------------------------
@@ -354,10 +358,10 @@ def test_random_unicode_text_gives_finite_speech_or_exit_3(tmp_path: Path, capsy
 @pytest.mark.skipif(not (CHECKPOINT_DIR / "nar.pt").is_file(), reason="needs the shipped NAR (a trained voice)")
 def test_one_vowel_utterances_are_spoken():
     """Without final punctuation (which every training sentence has) the NAR made ~0.2 s at RMS 0.003-0.013."""
-    synth = Synthesizer.from_paths(CHECKPOINT_DIR / "nar.pt", "griffin-lim")
+    pipeline = Pipeline(TorchEngine.from_paths(CHECKPOINT_DIR / "nar.pt", "griffin-lim"))
     for text in ("I", "Oh", "eh", "A"):
-        result = synth.synthesize(text)
-        rms = float(result.wave.pow(2).mean().sqrt())
+        result = pipeline.synthesize(text)
+        rms = float(np.sqrt(np.mean(result.wave**2)))
         assert result.seconds > 0.35 and rms > 0.012, (text, result.seconds, rms)
 
 
@@ -390,21 +394,22 @@ def test_cleanup_keeps_the_words(text: str, words: str):
 def test_audio_is_streamed_as_made_and_equals_the_whole_wave(ckpts, tmp_path: Path, capsys):
     """The sink gets each sentence before the next batch is made (memory: one batch, not the document), and
     the CLI's wav, written that way, holds the same samples as the whole-wave result."""
-    synth = Synthesizer.from_paths(ckpts["nonautoregressive"], "griffin-lim")
+    pipeline = Pipeline(TorchEngine.from_paths(ckpts["nonautoregressive"], "griffin-lim"))
     text = " ".join(f"This is sentence number {i}." for i in range(1, 8))
     events: list[str] = []
-    got: list[torch.Tensor] = []
-    streamed = synth.synthesize(text, batch_size=2, seed=5, progress=lambda d, t: events.append(f"batch {d}"),
-                                sink=lambda w: (events.append("audio"), got.append(w)))
-    whole = synth.synthesize(text, batch_size=2, seed=5)
-    assert streamed.wave.numel() == 0 and streamed.seconds == whole.seconds
-    assert torch.equal(torch.cat(got), whole.wave)
+    got: list[np.ndarray] = []
+    seeded = pipeline.controls(seed=5)
+    streamed = pipeline.synthesize(text, seeded, batch_size=2, progress=lambda d, t: events.append(f"batch {d}"),
+                                   sink=lambda w: (events.append("audio"), got.append(w)))
+    whole = pipeline.synthesize(text, seeded, batch_size=2)
+    assert streamed.wave.size == 0 and streamed.seconds == whole.seconds
+    assert np.array_equal(np.concatenate(got), whole.wave)
     assert events.index("batch 2") < events.index("batch 4") and events[: events.index("batch 2")].count("audio") == 3
     out = tmp_path / "s.wav"
     code, err = run_main([*nar(ckpts), "--text", text, "--batch-size", "2", "--seed", "5", "--out", str(out)], capsys)
     assert code == 0, err
     expected = tmp_path / "expected.wav"
-    sf.write(str(expected), np.clip(whole.wave.numpy(), -1, 1), whole.sample_rate, subtype="PCM_16", format="WAV")
+    sf.write(str(expected), np.clip(whole.wave, -1, 1), whole.sample_rate, subtype="PCM_16", format="WAV")
     assert np.array_equal(sf.read(str(out), dtype="int16")[0], sf.read(str(expected), dtype="int16")[0])
 
 

@@ -14,7 +14,7 @@ import torch
 from data_prep import corpus
 from data_prep.distilled_corpus import build, distilled_id, teacher_texts
 from helpers import TINY, tiny_checkpoint
-from tts.inference import Synthesizer
+from tts.runtime.torch_engine import TorchEngine
 
 FIXTURE = Path(__file__).parent / "fixtures" / "slt20"
 
@@ -35,15 +35,15 @@ def built(teacher: Path, tmp_path_factory) -> Path:
 
 
 def test_the_stored_target_is_the_teachers_own_mel(teacher: Path, built: Path, one_torch_thread):
-    synth = Synthesizer.from_paths(str(teacher), "source-filter")
-    mc = synth.mel_config
+    engine = TorchEngine.from_paths(str(teacher), "source-filter")
+    mc = engine.mel_config
     train = corpus.read_split(built, "train")
     assert train == [distilled_id(i) for i in corpus.read_split(FIXTURE, "train")]
     assert corpus.read_split(built, "test") == []  # students are scored on the source's recordings
     texts = {u.id: u.text for u in corpus.read_metadata(built)}
     for k, uid in enumerate(train[:3]):  # the build's item index k: train comes first
-        out = synth.mels(synth.pad([synth.encode(texts[uid])]), seed=3, indices=[k])
-        teacher_mel = out.mels[0, :, : int(out.mel_lengths[0])]
+        out = engine.mels([engine.encode(texts[uid])], [k], engine.defaults.replace(seed=3))
+        teacher_mel = out.mels[0, :, : int(out.lengths[0])]
         feats = corpus.load_features(built, uid, mc)
         torch.testing.assert_close(feats.mel, teacher_mel.half().float(), rtol=0, atol=0)
         n = teacher_mel.shape[-1]

@@ -9,10 +9,9 @@ import sys
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
 
-from tts.inference import CLAUSE_PAUSE_S, split_clause
 from tts.paths import REPO_ROOT
+from tts.runtime.text_stage import CLAUSE_PAUSE_S, split_clause
 
 # One sentence of licence text (MIT's grant, notice and warranty joined as some licences write them):
 # far over the shipped frontend's 400 symbols.
@@ -49,33 +48,34 @@ def test_boundary_order(text, cut):
 
 
 def test_licence_sentence_is_cut_at_clauses_with_short_pauses(voice):
-    synth = voice.synth
-    limit = synth.frontend.max_symbols
+    pipeline = voice.pipeline
+    limit = pipeline.engine.frontend.max_symbols
     with pytest.raises(Exception, match="max_symbols"):
-        synth.encode(LICENCE)  # the model cannot take it whole
+        pipeline.engine.encode(LICENCE)  # the model cannot take it whole
     text = LICENCE + " Thank you."
-    parts, notes = synth.prepare(text)
+    utt = pipeline.utterance(text)
+    parts, notes = utt.parts, utt.notes
     assert len(parts) > 2 and all(len(p.ids) <= limit for p in parts)
     assert " ".join(p.text for p in parts).split() == text.split()  # no word lost or added
     assert parts[0].text.endswith(":")  # the colon, the strongest boundary, is the first cut
     # parts of the long sentence are a short pause apart; the next sentence the sentence pause
-    assert [p.pause_s for p in parts] == [0.0] + [CLAUSE_PAUSE_S] * (len(parts) - 2) + [synth.pause_s]
-    assert CLAUSE_PAUSE_S < synth.pause_s
+    assert [p.pause_s for p in parts] == [0.0] + [CLAUSE_PAUSE_S] * (len(parts) - 2) + [pipeline.pause_s]
+    assert CLAUSE_PAUSE_S < pipeline.pause_s
     assert any("split a long sentence" in n for n in notes)
     # the audio is each part after its pause: the sink gets them in order
-    pieces: list[torch.Tensor] = []
-    result = synth.synthesize(text, sink=pieces.append)
-    silences = [p.numel() for p in pieces if not bool(p.any())]
-    assert silences == [synth.silence(p.pause_s).numel() for p in parts[1:]]
+    pieces: list[np.ndarray] = []
+    result = pipeline.synthesize(text, sink=pieces.append)
+    silences = [p.size for p in pieces if not bool(p.any())]
+    assert silences == [pipeline.silence(p.pause_s).size for p in parts[1:]]
     assert len(pieces) == 2 * len(parts) - 1 and result.seconds > 20
-    assert all(bool(torch.isfinite(p).all()) for p in pieces)
+    assert all(bool(np.isfinite(p).all()) for p in pieces)
 
 
 def test_words_without_any_clause_boundary_are_cut_between_words(voice):
-    synth = voice.synth
+    pipeline = voice.pipeline
     text = " ".join(f"item{i % 10} blue green" for i in range(60)) + "."  # no punctuation, no conjunction
-    parts, _ = synth.prepare(text)
-    assert len(parts) > 1 and all(len(p.ids) <= synth.frontend.max_symbols for p in parts)
+    parts = pipeline.utterance(text).parts
+    assert len(parts) > 1 and all(len(p.ids) <= pipeline.engine.frontend.max_symbols for p in parts)
     assert " ".join(p.text for p in parts).split() == text.split()
 
 

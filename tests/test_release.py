@@ -10,7 +10,8 @@ from recipes.release import ReleaseError, release
 from tests.helpers import TINY, tiny_checkpoint, tiny_vocoder_checkpoint
 from tts import checkpoint
 from tts.audio import MelConfig
-from tts.inference import Synthesizer
+from tts.runtime import Pipeline
+from tts.runtime.torch_engine import TorchEngine
 from tts.vocoder.registry import load_vocoder
 
 
@@ -38,8 +39,8 @@ def test_release_exports_fp16_that_loads_and_speaks(sources, tmp_path):
         assert raw["tts"]["info"]["source"] == sources[name]
         assert len(raw["tts"]["info"]["source_sha256"]) == 64
     # the exported default loads and synthesises on its own
-    synth = Synthesizer(checkpoint.load(out / "nar.pt"), load_vocoder("griffin-lim"))
-    assert synth.synthesize("Hello there.").wave.numel() > 0
+    pipeline = Pipeline(TorchEngine(checkpoint.load(out / "nar.pt"), load_vocoder("griffin-lim")))
+    assert pipeline.synthesize("Hello there.").wave.size > 0
     assert not list(out.glob(".release-*")), "staging folder left behind"
 
 
@@ -70,17 +71,33 @@ def test_release_rejects_mel_mismatch(tmp_path):
         release(src, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, tmp_path / "checkpoints")
 
 
+def tiny_source_filter_checkpoint(path: Path) -> Path:
+    """A small random source-filter vocoder, saved as recipes.train_vocoder would."""
+    from tts.vocoder.registry import config_node, vocoder_meta
+    from tts.vocoder.source_filter import SourceFilterVocoder
+
+    sf = SourceFilterVocoder(MelConfig.default(), hidden_channels=16)
+    checkpoint.save(path, sf, vocoder_meta(config_node("source_filter") | {"hidden_channels": 16}, MelConfig.default()))
+    return path
+
+
 def test_release_config_composes_and_runs(sources, tmp_path):
+    """conf/release.yaml as `python -m recipes.release` runs it (its default vocoder is the source-filter,
+    which a fresh out_dir does not hold yet: its checkpoint is given, as the first release of it would)."""
     from hydra import compose, initialize_config_dir
 
     from tts.paths import CONF_DIR
 
     out = tmp_path / "rel"
+    sf_ckpt = tiny_source_filter_checkpoint(tmp_path / "sf.pt")
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("release", overrides=[f"acoustic.ar={sources['ar']}", f"acoustic.nar={sources['nar']}", f"out_dir={out}"])
+        cfg = compose("release", overrides=[f"acoustic.ar={sources['ar']}", f"acoustic.nar={sources['nar']}",
+                                            f"vocoders.source-filter={sf_ckpt}", f"out_dir={out}"])
     summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), Path(cfg.out_dir),
-                      half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb))
-    assert set(summary["files"]) == {"ar.pt", "nar.pt"} and (out / "default.json").is_file()
+                      half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
+                      overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v})
+    assert set(summary["files"]) == {"ar.pt", "nar.pt", "vocoder/source_filter.pt"} and (out / "default.json").is_file()
+    assert json.loads((out / "default.json").read_text()) == dict(cfg.default)
 
 
 def test_release_overrides_inference_defaults_only(sources, tmp_path):
@@ -149,13 +166,9 @@ def test_release_cli_ships_a_vocoder_as_the_default(sources, tmp_path):
     reference = load_vocoder(voc)(mel).wave
     assert torch.allclose(vocoder(mel).wave, reference, atol=1e-2)  # fp16 weights, same generator
 
-    from tts.audio import MelConfig
-    from tts.vocoder.registry import config_node, vocoder_meta
     from tts.vocoder.source_filter import SourceFilterVocoder
 
-    sf = SourceFilterVocoder(MelConfig.default(), hidden_channels=16)
-    sf_ckpt = tmp_path / "sf.pt"
-    checkpoint.save(sf_ckpt, sf, vocoder_meta(config_node("source_filter") | {"hidden_channels": 16}, MelConfig.default()))
+    sf_ckpt = tiny_source_filter_checkpoint(tmp_path / "sf.pt")
     p = subprocess.run([sys.executable, "-m", "recipes.release", "acoustic.ar=null", f"acoustic.nar={out / 'nar.pt'}",
                         f"vocoders.source-filter={sf_ckpt}", "default.vocoder=source-filter", f"out_dir={out}"],
                        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)

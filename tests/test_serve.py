@@ -1,5 +1,5 @@
 """The speech server (tts.serve) on a real uvicorn on a free loopback port, with the shipped default voice:
-wav/pcm/flac decode to the Synthesizer's own audio, the audio streams, bad requests get 4xx (never 500),
+wav/pcm/flac decode to the Pipeline's own audio, the audio streams, bad requests get 4xx (never 500),
 the body limit, concurrent requests are batched and sound as they do alone; the batcher itself in-process."""
 
 import io
@@ -19,7 +19,7 @@ from tts.serve.formats import STREAMING_SIZE
 from recipes.bench.speech_server import SpeechServer
 
 # three sentences of about the same length: the batcher (--max-pad-ratio) puts them in one batch, as
-# Synthesizer.synthesize does
+# Pipeline.synthesize does
 TEXT = "The first sentence comes here. The second sentence comes next. The third sentence comes last."
 LSB = 1 / 32767
 
@@ -29,8 +29,9 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py sa
 
 @pytest.fixture(scope="module")
 def server():
-    # 1 torch thread as in this process (_one_thread): the same float rounding as the in-process Synthesizer
-    with SpeechServer("--max-chars", "600", "--rate-limit", "0", threads=1) as s:
+    # 1 torch thread as in this process (_one_thread): the same float rounding as the in-process Pipeline;
+    # --runtime torch as the `voice` fixture (the default "auto" takes the ONNX export when it is current)
+    with SpeechServer("--runtime", "torch", "--max-chars", "600", "--rate-limit", "0", threads=1) as s:
         yield s
 
 
@@ -39,8 +40,8 @@ def speech(server, timeout=60.0, **body):
     return httpx.post(server.url + "/v1/audio/speech", json=body, timeout=timeout)
 
 
-def test_formats_decode_to_the_synthesizers_audio(server, voice):
-    """Alone on the server, a request whose parts form one batch (as in Synthesizer.synthesize) has the same
+def test_formats_decode_to_the_pipelines_audio(server, voice):
+    """Alone on the server, a request whose parts form one batch (as in Pipeline.synthesize) has the same
     samples (to 16-bit rounding)."""
     want = voice.synthesize(TEXT).samples
     wav = speech(server, input=TEXT, response_format="wav")
@@ -157,8 +158,13 @@ def test_models_health_and_page(server, voice):
         "content-security-policy"]
 
 
-def test_concurrent_requests_are_batched_and_sound_as_alone(server, voice):
-    texts = [f"Client {i} asks for this sentence. And then for a second one, number {i}." for i in range(8)]
+CLIENT_TEXTS = [f"Client {i} asks for this sentence. And then for a second one, number {i}." for i in range(8)]
+
+
+def assert_concurrent_requests_are_batched_and_sound_as_alone(server, voice):
+    """CLIENT_TEXTS from as many clients at once: parts of several requests share model calls, and each
+    response is what `voice` makes of its text alone."""
+    texts = CLIENT_TEXTS
     results: dict[int, httpx.Response] = {}
     before = httpx.get(server.url + "/health").json()["batches"]
     barrier = threading.Barrier(len(texts))
@@ -186,10 +192,14 @@ def test_concurrent_requests_are_batched_and_sound_as_alone(server, voice):
         assert 10 * np.log10(np.sum(alone**2) / np.sum((got - alone) ** 2)) > 40  # SNR of the difference
 
 
+def test_concurrent_requests_are_batched_and_sound_as_alone(server, voice):
+    assert_concurrent_requests_are_batched_and_sound_as_alone(server, voice)
+
+
 def test_first_audio_timeout_is_503_and_the_rate_limit_429():
     """A server whose first-audio timeout no synthesis can meet answers 503 (busy, retry), and a client over
     its requests per minute gets 429; /health is not rate limited."""
-    with SpeechServer("--first-audio-timeout", "0.001", "--rate-limit", "3") as server:
+    with SpeechServer("--runtime", "torch", "--first-audio-timeout", "0.001", "--rate-limit", "3") as server:
         for _ in range(3):
             r = speech(server, input="This takes longer than a millisecond.")
             assert r.status_code == 503 and r.json()["error"]["code"] == "busy", r.text
@@ -202,7 +212,7 @@ def test_a_response_past_the_request_timeout_is_cut_not_completed():
     """Past --request-timeout the stream ends without its final chunk: the client sees an incomplete
     response (an error), never a short answer that looks complete."""
     text = " ".join(f"Number {i}." for i in range(10, 58))  # 48 slow parts: far more than 1 s of work
-    with SpeechServer("--request-timeout", "1", "--rate-limit", "0") as server:
+    with SpeechServer("--runtime", "torch", "--request-timeout", "1", "--rate-limit", "0") as server:
         received = 0
         with pytest.raises(httpx.RemoteProtocolError):
             with httpx.stream("POST", server.url + "/v1/audio/speech", timeout=60, json={
@@ -230,12 +240,12 @@ def _collect(batcher, utt):
 
 
 def test_batcher_round_robin_keys_and_order(voice):
-    synth = voice.synth
-    batcher = Batcher(synth, max_batch=4, max_wait_s=0.2)
+    pipeline = voice.pipeline
+    batcher = Batcher(pipeline, max_batch=4, max_wait_s=0.2)
     try:
-        a = synth.utterance("One. Two. Three. Four. Five.")
-        b = synth.utterance("Six. Seven.")
-        slow = synth.utterance("Slow one. Slow two.", speed=0.8)  # other controls: never in the same batch
+        a = pipeline.utterance("One. Two. Three. Four. Five.")
+        b = pipeline.utterance("Six. Seven.")
+        slow = pipeline.utterance("Slow one. Slow two.", pipeline.controls(speed=0.8))  # other controls: never in the same batch
         jobs = [_collect(batcher, u) for u in (a, b, slow)]
         with batcher.cond:  # all three queued before the worker looks
             for job, _, _ in jobs:
@@ -247,18 +257,18 @@ def test_batcher_round_robin_keys_and_order(voice):
         for (job, got, _), utt in zip(jobs, (a, b, slow)):
             assert sorted(k for k in got if k != "end") == list(range(len(utt.parts)))
         # the same part alone: the same audio to float rounding
-        alone = synth.speak([(a, 3)])[0]
-        assert np.abs(jobs[0][1][3].numpy() - alone.numpy()).max() < 1e-2
+        alone = pipeline.speak([(a, 3)])[0]
+        assert np.abs(jobs[0][1][3] - alone).max() < 1e-2
     finally:
         batcher.stop()
 
 
 def test_batcher_refuses_past_its_queue_and_drops_cancelled_jobs(voice):
-    synth = voice.synth
-    batcher = Batcher(synth, max_batch=2, max_wait_s=0.0, max_jobs=1)
+    pipeline = voice.pipeline
+    batcher = Batcher(pipeline, max_batch=2, max_wait_s=0.0, max_jobs=1)
     try:
-        utt = synth.utterance("A. B. C.")
-        live, got2, done2 = _collect(batcher, synth.utterance("Still spoken."))
+        utt = pipeline.utterance("A. B. C.")
+        live, got2, done2 = _collect(batcher, pipeline.utterance("Still spoken."))
         with batcher.cond:  # the worker cannot take anything while we hold the lock
             job, got, _ = _collect(batcher, utt)
             batcher.jobs.append(job)
@@ -273,9 +283,10 @@ def test_batcher_refuses_past_its_queue_and_drops_cancelled_jobs(voice):
 
 
 def test_onnx_runtime_server():
-    """--runtime onnx: the exported voice through onnxruntime, one request at a time, torch never imported."""
+    """--runtime onnx: the exported voice through onnxruntime, torch never imported, and concurrent requests
+    batched across requests as on torch (the one pipeline's `speak` under the same Batcher)."""
     pytest.importorskip("onnxruntime", reason="onnxruntime not installed")
-    from tts.onnx_runtime import DEFAULT_ONNX_DIR, export_is_current
+    from tts.runtime.onnx_engine import DEFAULT_ONNX_DIR, export_is_current
 
     if not export_is_current(DEFAULT_ONNX_DIR):
         pytest.skip(f"no current ONNX export at {DEFAULT_ONNX_DIR}: run python -m tts.export")
@@ -291,6 +302,7 @@ def test_onnx_runtime_server():
         bad = speech(server, input="\u2603\u2603")
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "input"
         assert speech(server, input="Slower.", speed=0.5).status_code == 200
+        assert_concurrent_requests_are_batched_and_sound_as_alone(server, onnx)
         assert httpx.get(server.url + "/health").json()["torch_loaded"] is False
 
 

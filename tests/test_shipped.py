@@ -13,8 +13,8 @@ import soundfile as sf
 
 from tts import checkpoint
 from tts.checkpoint import CheckpointError
-from tts.inference import DEFAULTS_FILE, shipped_checkpoint, shipped_defaults
 from tts.paths import CHECKPOINT_DIR, REPO_ROOT
+from tts.runtime.release import DEFAULTS_FILE, shipped_checkpoint, shipped_defaults
 from tts.vocoder.registry import load_vocoder
 
 # Festival SLT reads ~2.5-3.5 words per second (data/slt); the shipped model must land in a wide band
@@ -92,31 +92,38 @@ def test_a_model_not_shipped_is_a_clear_error(tmp_path: Path):
         assert r.returncode == 4 and f"no shipped '{model}' model" in r.stderr and not out.exists()
 
 
-def test_shipped_inference_settings_live_in_default_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """K, temperature and vocoder of the shipped voice are read from checkpoints/default.json by every
-    Synthesizer built on a shipped checkpoint (the one inference path), not only from inside the .pt."""
-    import tts.inference as inference
+def test_a_shipped_model_speaks_with_its_own_checkpoint_config(tmp_path: Path):
+    """K and temperature of the shipped voice live in the shipped checkpoint's own config (written there by
+    recipes.release's `overrides`): every engine built on it speaks with them, wherever the file lives;
+    checkpoints/default.json names only the default model and vocoder; a caller's control still wins."""
+    from tts.runtime import Controls, Pipeline
+    from tts.runtime.release import open_pipeline
+    from tts.runtime.torch_engine import TorchEngine
 
     defaults = shipped_defaults()
     assert defaults["vocoder"] in ("source-filter", "griffin-lim", "hifigan")
+    assert set(json.loads(DEFAULTS_FILE.read_text())) == {"acoustic", "vocoder"}  # no second home for controls
     nar_path = CHECKPOINT_DIR / "nar.pt"
-    synth = inference.Synthesizer.from_paths(nar_path, "griffin-lim")
-    assert synth.controls() == defaults["controls"]["nar"]
-    # the release wrote the same values into the file's own config (for copies of it elsewhere)
-    cfg = checkpoint.load(nar_path).meta.model_config
-    assert (cfg["refine_steps"], cfg["refine_temperature"]) == (defaults["controls"]["nar"]["refine_steps"],
-                                                                 defaults["controls"]["nar"]["temperature"])
-    # editing the visible file changes what the shipped model does; a caller's control still wins
-    edited = tmp_path / "default.json"
-    edited.write_text(json.dumps({**defaults, "controls": {"nar": {"refine_steps": 0}}}))
-    import tts.inference_text  # where shipped_defaults reads DEFAULTS_FILE (torch-free, shared with the ONNX runtime)
-
-    monkeypatch.setattr(tts.inference_text, "DEFAULTS_FILE", edited)
-    synth = inference.Synthesizer.from_paths(nar_path, "griffin-lim")
-    batch = synth.pad([synth.encode("Hello there.")])
-    assert synth.mels(batch).refine_steps_taken == 0
-    assert synth.mels(batch, refine_steps=1).refine_steps_taken == 1
-    # a checkpoint outside checkpoints/ speaks with its own stored defaults
+    own = checkpoint.load(nar_path)
+    pipeline = Pipeline(TorchEngine.from_paths(nar_path, "griffin-lim"))
+    assert pipeline.engine.defaults == Controls(**own.model.inference_spec().defaults)
+    # the release wrote them into the file's own config
+    cfg = own.meta.model_config
+    assert (cfg["refine_steps"], cfg["refine_temperature"]) == (pipeline.engine.defaults.refine_steps,
+                                                                 pipeline.engine.defaults.temperature)
+    assert pipeline.engine.defaults.refine_steps > 0  # the shipped NAR refines by default
+    if defaults["acoustic"] == "nar":  # the default voice, as the CLI and tts.load open it, speaks so too
+        assert open_pipeline(runtime="torch").engine.defaults == pipeline.engine.defaults
+    # the defaults drive the model; a caller's control still wins
+    ids = [pipeline.engine.encode("Hello there.")]
+    assert pipeline.engine.mels(ids, [0], pipeline.controls()).refine_steps_taken == cfg["refine_steps"]
+    assert pipeline.engine.mels(ids, [0], pipeline.controls(refine_steps=1)).refine_steps_taken == 1
+    # editing the file's config changes what the model does
+    own.meta.model_config["refine_steps"] = own.model.refine_steps = 0
+    checkpoint.save(tmp_path / "nar_k0.pt", own.model, own.meta)
+    k0 = Pipeline(TorchEngine.from_paths(tmp_path / "nar_k0.pt", "griffin-lim"))
+    assert k0.engine.defaults.refine_steps == 0 and k0.engine.mels(ids, [0], k0.controls()).refine_steps_taken == 0
+    # a checkpoint outside checkpoints/ speaks with its own stored defaults: the same as in checkpoints/
     copy = tmp_path / "nar.pt"
     copy.write_bytes(nar_path.read_bytes())
-    assert inference.Synthesizer.from_paths(copy, "griffin-lim").controls() == {}
+    assert TorchEngine.from_paths(copy, "griffin-lim").defaults == pipeline.engine.defaults

@@ -9,8 +9,9 @@ import soundfile as sf
 from helpers import TINY, tiny_checkpoint
 from tts import checkpoint
 from tts.audio import MelConfig
-from tts.inference import Synthesizer
 from tts.paths import REPO_ROOT
+from tts.runtime import Pipeline
+from tts.runtime.torch_engine import TorchEngine
 from tts.vocoder.registry import load_vocoder
 
 
@@ -45,20 +46,20 @@ def test_cli_stdin_and_nar_controls(ckpts, tmp_path: Path):
 
 
 def test_speed_control_changes_length(ckpts):
-    synth = Synthesizer.from_paths(ckpts["nonautoregressive"], "griffin-lim")
+    pipeline = Pipeline(TorchEngine.from_paths(ckpts["nonautoregressive"], "griffin-lim"))
     text = "A sentence long enough to have many frames in it."
-    slow = synth.synthesize(text, speed=0.5, refine_steps=0).wave.numel()
-    fast = synth.synthesize(text, speed=2.0, refine_steps=0).wave.numel()
+    slow = pipeline.synthesize(text, pipeline.controls(speed=0.5, refine_steps=0)).wave.size
+    fast = pipeline.synthesize(text, pipeline.controls(speed=2.0, refine_steps=0)).wave.size
     assert slow > 2.5 * fast
 
 
 def test_long_text_is_split_and_batched(ckpts):
-    synth = Synthesizer.from_paths(ckpts["nonautoregressive"], "griffin-lim")
+    pipeline = Pipeline(TorchEngine.from_paths(ckpts["nonautoregressive"], "griffin-lim"))
     text = " ".join(f"This is sentence number {i}." for i in range(1, 13))
     seen = []
-    result = synth.synthesize(text, batch_size=5, progress=lambda d, t: seen.append((d, t)))
+    result = pipeline.synthesize(text, batch_size=5, progress=lambda d, t: seen.append((d, t)))
     assert len(result.sentences) == 12 and seen == [(5, 12), (10, 12), (12, 12)]
-    assert result.seconds > 11 * synth.pause_s  # pauses between sentences
+    assert result.seconds > 11 * pipeline.pause_s  # pauses between sentences
 
 
 @pytest.mark.parametrize(
@@ -102,4 +103,4 @@ def test_mel_config_mismatch_is_refused(tmp_path: Path):
     from tts.audio import MelConfigMismatchError
 
     with pytest.raises(MelConfigMismatchError, match="f_max"):
-        Synthesizer(checkpoint.load(path), load_vocoder("griffin-lim"))
+        TorchEngine(checkpoint.load(path), load_vocoder("griffin-lim"))
