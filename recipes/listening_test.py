@@ -6,7 +6,7 @@
 
 Each DIR holds ID.wav for the same held-out sentence IDs; the common IDs are used (a random --n of
 them).  Or let the builder synthesise them: --data DIR [--split test] picks --n held-out sentences,
---synth NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T] (repeatable; a tts.inference.SystemSpec) speaks
+--synth NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T] (repeatable; a tts.evaluation.systems.SystemSpec) speaks
 them through each system by THE inference path, as recipes.evaluate does (one token sequence per sentence,
 seeded by --seed), into TESTDIR/sources/NAME/, and --with-ground-truth adds the corpus recordings as the
 hidden reference "gt":

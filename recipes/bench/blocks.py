@@ -4,12 +4,12 @@
         [--vocoder source-filter] [--blocks 8,16,32,64,0] [--lengths 10,100,400] [--repeats 3] [--threads 2] \
         [--quality exp/eval/blockwise/report.json] [--out docs/results/blockwise]
 
-Speed, measured here, through THE streaming path (`Synthesizer.stream_utterance`, batch 1):
+Speed, measured here, through THE streaming path (`Pipeline.stream_utterance`, batch 1):
   * first_audio_s: from the call to the first audio chunk, for one token sequence of exactly N symbols
     (N in --lengths; the parallel encoder, the blocks up to the first determined frames, the refiner's
     K x R-frame lookahead and the vocoder's lookahead are all inside it);
   * total_s: until the stream ends (all audio of that input);
-  * paragraph_first_audio_s: first audio of a 200-word paragraph through `Synthesizer.stream(text)`, text
+  * paragraph_first_audio_s: first audio of a 200-word paragraph through `Pipeline.stream(text)`, text
     processing of the whole paragraph included (the issue's target: <= 150 ms on 2 cores).
 Each figure is the median of --repeats runs after one warm-up run, all systems in ONE run (same load).
 Quality (CER, MCD, DistillMOS) is read from a recipes.evaluate report.json whose systems are named
@@ -31,7 +31,9 @@ import torch
 from tts import checkpoint
 from recipes.bench.texts import SENTENCES, TextPool
 from recipes.bench.timing import machine_facts, median
-from tts.inference import Part, Synthesizer, shipped_controls
+from tts.runtime.pipeline import Pipeline
+from tts.runtime.text_stage import Part
+from tts.runtime.torch_engine import TorchEngine
 from tts.vocoder.registry import load_vocoder
 
 PARAGRAPH_WORDS = 200
@@ -56,27 +58,27 @@ def paragraph(n_words: int = PARAGRAPH_WORDS) -> str:
     return text if text.endswith(".") else text.rstrip(",;:") + "."
 
 
-def _stream_ids(synth: Synthesizer, text: str, ids: list[int], block_frames: int | None) -> tuple[float, float, int]:
+def _stream_ids(synth: Pipeline, text: str, ids: list[int], block_frames: int | None) -> tuple[float, float, int]:
     """(first audio s, total s, samples) of one token sequence through stream_utterance."""
     t0 = time.perf_counter()
-    utt = synth.utterance(text, block_frames=block_frames)
+    utt = synth.utterance(text, synth.controls(block_frames=block_frames))
     # one token sequence of exactly len(ids) symbols, as the latency curve asks (the frontend would cut the
     # text at its sentence ends)
     utt.parts[:] = [Part(text, ids, 0.0)]
     first = None
     n = 0
     for chunk in synth.stream_utterance(utt):
-        if first is None and chunk.numel():
+        if first is None and chunk.size:
             first = time.perf_counter() - t0
-        n += chunk.numel()
+        n += chunk.size
     return float(first or 0.0), time.perf_counter() - t0, n
 
 
-def _first_audio_of_text(synth: Synthesizer, text: str, block_frames: int | None) -> float:
+def _first_audio_of_text(synth: Pipeline, text: str, block_frames: int | None) -> float:
     t0 = time.perf_counter()
-    stream = synth.stream(text, block_frames=block_frames)
+    stream = synth.stream(text, synth.controls(block_frames=block_frames))
     for chunk in stream:
-        if chunk.numel():
+        if chunk.size:
             stream.close()  # the rest is not needed: a player would already be playing
             return time.perf_counter() - t0
     raise RuntimeError("the stream made no audio")
@@ -91,14 +93,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         systems.append(BenchSystem("nar", args.nar, None))
     systems += [BenchSystem(f"b{b or 'whole'}", args.block, b) for b in args.blocks]
     rows: list[dict[str, Any]] = []
-    loaded: dict[str, Synthesizer] = {}
+    loaded: dict[str, Pipeline] = {}
     for s in systems:
-        if s.checkpoint not in loaded:
+        if s.checkpoint not in loaded:  # each checkpoint speaks with its own config's controls
             acoustic = checkpoint.load(s.checkpoint)
-            loaded[s.checkpoint] = Synthesizer(acoustic, load_vocoder(args.vocoder, acoustic.mel_config),
-                                               default_controls=shipped_controls(s.checkpoint))
+            loaded[s.checkpoint] = Pipeline(TorchEngine(acoustic, load_vocoder(args.vocoder, acoustic.mel_config)))
         synth = loaded[s.checkpoint]
-        pool = TextPool(synth.frontend)
+        pool = TextPool(synth.engine.frontend)
         for n in args.lengths:
             text, ids, _ = pool.text_of_length(n)
             _stream_ids(synth, text, ids, s.block_frames)  # warm-up
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             samples = runs[0][2]
             rows.append({"system": s.name, "symbols": n, "first_audio_s": median([r[0] for r in runs]),
                          "total_s": median([r[1] for r in runs]),
-                         "audio_s": samples / synth.mel_config.sample_rate})
+                         "audio_s": samples / synth.sample_rate})
             print(f"{s.name:7s} {n:4d} symbols: first audio {rows[-1]['first_audio_s'] * 1000:8.1f} ms, "
                   f"total {rows[-1]['total_s'] * 1000:8.1f} ms, audio {rows[-1]['audio_s']:.2f} s", flush=True)
         if s.name != "ar" or args.ar_paragraph:
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"{s.name:7s} {PARAGRAPH_WORDS}-word paragraph: first audio {fa * 1000:8.1f} ms", flush=True)
     result = {"argv": args.argv, "machine": machine_facts("cpu", args.threads), "vocoder": args.vocoder,
               "systems": {s.name: {"checkpoint": s.checkpoint, "block_frames": s.block_frames} for s in systems},
-              "speed": rows, "cache": cache_bound(loaded[args.block].model)}
+              "speed": rows, "cache": cache_bound(loaded[args.block].engine.model)}
     if args.memory_repeats:
         result["stream_memory"] = stream_memory(args.block, 16, tuple(args.memory_repeats), args.threads)
     if args.quality:

@@ -155,7 +155,7 @@ def ensure_export(repo: Path, log) -> list[str]:
     """The CLI's default runtime uses checkpoints/onnx when it is current: make it so (untimed setup)."""
     if not (repo / "tts" / "export.py").is_file():
         return []
-    check = subprocess.run([sys.executable, "-c", "import sys; from tts.onnx_runtime import export_is_current, "
+    check = subprocess.run([sys.executable, "-c", "import sys; from tts.runtime.onnx_engine import export_is_current, "
                             "DEFAULT_ONNX_DIR; sys.exit(0 if export_is_current(DEFAULT_ONNX_DIR) else 1)"], cwd=repo)
     if check.returncode == 0:
         return []

@@ -6,7 +6,7 @@ Each size runs `python -m tts.synthesize` in a fresh process on one fixed paragr
 reads that process's RSS high-water mark (VmHWM) when it ends. Repeating one paragraph keeps the longest
 sentence, hence the largest batch, the same at every size, so any growth of the peak is memory that
 scales with the document (audio kept, per-sentence state), not a larger batch. The audio is written as
-it is made (Synthesizer.synthesize(sink=...)); holding it all would add at least 4 bytes per sample
+it is made (Pipeline.synthesize(sink=...)); holding it all would add at least 4 bytes per sample
 (`audio_float32_mb` below) to the peak heap (`peak_anon_mb`, sampled by this process) of the longer
 document.
 """

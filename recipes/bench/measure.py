@@ -21,7 +21,7 @@ from recipes.bench.systems import (DEFAULT_FRAMES_PER_SYMBOL, System, build_rand
                                is_random_checkpoint, n_params)
 from recipes.bench.texts import FIRST_AUDIO_TEXT, SENTENCES, TextPool
 from recipes.bench.timing import Bench, BenchmarkError, check_device, machine_facts, median
-from tts.inference import Synthesizer
+from tts.runtime.torch_engine import TorchEngine
 
 
 # --------------------------------------------------------------------------------------------------
@@ -125,8 +125,8 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
     vocoder = build_vocoder(args.vocoder, mel_config, device)
     hop, sr = mel_config.hop_length, mel_config.sample_rate
 
-    # every system speaks through THE inference path's stages (tts.inference.Synthesizer), timed one by one
-    synths = {kind: Synthesizer(loaded[kind], vocoder, device) for kind in ("ar", "nar")}
+    # every system speaks through THE inference path's stages (tts.runtime TorchEngine), timed one by one
+    synths = {kind: TorchEngine(loaded[kind], vocoder, device) for kind in ("ar", "nar")}
     systems = [System("ar", "ar", None, synths["ar"], forced)]
     systems += [System(f"nar_k{k}", "nar", k, synths["nar"], forced) for k in args.ks]
     models_info = {
@@ -156,16 +156,16 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
                 t0 = time.perf_counter()
                 for x in used:  # the frontend's real work (uncached); the ids are then cut to n symbols
                     pool.frontend.encode(x)
-                batch = s.synth.pad([ids])
+                batch = [list(ids)]
                 bench.sync()
                 t1 = time.perf_counter()
-                out = s.run(batch, frames)
+                out = s.run(batch, frames)  # pads the ids itself
                 bench.sync()
                 t2 = time.perf_counter()
                 w = s.synth.vocode(out)
                 bench.sync()
                 t3 = time.perf_counter()
-                return (t1 - t0, t2 - t1, t3 - t2, t3 - t0, int(out.mel_lengths[0]), int(w.lengths[0]))
+                return (t1 - t0, t2 - t1, t3 - t2, t3 - t0, int(out.lengths[0]), int(w[0].size))
 
             for s in systems:
                 pipeline(s)  # warm-up
@@ -210,9 +210,9 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
                 first, audio = None, 0
                 for sent in sentences:
                     ids = s.synth.encode(sent)
-                    w = s.synth.vocode(s.run(s.synth.pad([ids]), [frames_for(len(ids))] if forced else None))
+                    w = s.synth.vocode(s.run([ids], [frames_for(len(ids))] if forced else None))
                     bench.sync()
-                    audio += int(w.lengths[0])
+                    audio += int(w[0].size)
                     if first is None:
                         first = time.perf_counter() - t0
                 return first, time.perf_counter() - t0, audio / sr
@@ -231,12 +231,12 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
     with torch.inference_mode():
         for s in systems:
             for bsz in args.batch_sizes:
-                tokens = s.synth.pad(batch_ids[:bsz])
+                tokens = [list(x) for x in batch_ids[:bsz]]
                 frames = [frames_for(batch_len)] * bsz if forced else None
 
                 def batch():
                     w = s.synth.vocode(s.run(tokens, frames))
-                    return int(w.lengths.sum())
+                    return sum(int(x.size) for x in w)
 
                 samples, times = bench.timeit(batch)
                 t = median(times)
@@ -276,8 +276,8 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
         if len(systems) > 2:
             picks.append(max(systems[1:], key=lambda s: s.k))
         for s in picks:
-            out = s.run(s.synth.pad([ids]), fr)
-            mel_images[s.name] = out.mels[0, :, : int(out.mel_lengths[0])].float().cpu()
+            out = s.run([ids], fr)
+            mel_images[s.name] = out.mels[0, :, : int(out.lengths[0])].float().cpu()
 
     result = {
         "meta": {

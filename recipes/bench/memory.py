@@ -70,13 +70,13 @@ def memory_probe(spec: dict[str, Any]) -> dict[str, Any]:
             mel = (torch.randn(1, mel_config.n_mels, frames, generator=g) - 6.0).to(device)
             fn = lambda: voc(mel, torch.tensor([frames], device=device))  # noqa: E731
         else:
-            from tts.inference import Synthesizer
+            from tts.runtime.torch_engine import TorchEngine
 
             # mel-only (no vocoder): the acoustic model's own memory, through THE inference path's mel stage
-            synth = Synthesizer(checkpoint.load(spec["checkpoint"], device), None, device)
+            synth = TorchEngine(checkpoint.load(spec["checkpoint"], device), None, device)
             system = System(spec["system"], spec["kind"], spec.get("k"), synth, bool(spec["forced"]))
-            batch = synth.pad([spec["tokens"]])
-            fn = lambda: system.run(batch, [int(spec["frames"])])  # noqa: E731
+            ids = [list(spec["tokens"])]
+            fn = lambda: system.run(ids, [int(spec["frames"])])  # noqa: E731
         sync()
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()

@@ -1,7 +1,8 @@
 """ONNX against eager torch on the default voice: `python -m recipes.benchmark onnx --out docs/results/onnx`.
 
 For texts of several symbol lengths (the benchmark's sentence pool, recipes.bench.texts), both runtimes speak
-the same token ids with the same seed and the shipped controls, one utterance at a time:
+the same token ids with the same seed and the voice's own controls (its checkpoint config, which the export's
+manifest copies), one utterance at a time, through each engine's stages (`engine.mels`, `engine.vocode`):
   * parity: mel max |onnx - eager| (natural-log units), equal frame counts, wave max |difference| and
     relative RMS error;
   * speed at each of `--threads` (default 1 and 2): median over `--repeats` runs after one warm-up of the
@@ -13,6 +14,7 @@ The export is `--onnx-dir` (default checkpoints/onnx), made first when it is mis
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -42,14 +44,16 @@ def run(onnx_dir: Path, lengths: list[int], threads: list[int], repeats: int, se
 
     from recipes.bench.texts import TextPool
     from tts.export import export
-    from tts.inference import Synthesizer, shipped_checkpoint, shipped_defaults
-    from tts.onnx_runtime import OnnxSynthesizer, export_is_current
+    from tts.runtime.onnx_engine import OnnxEngine, export_is_current
+    from tts.runtime.release import shipped_checkpoint, shipped_defaults
+    from tts.runtime.torch_engine import TorchEngine
 
     if not export_is_current(onnx_dir):
         log(f"setup (untimed): python -m tts.export --out {onnx_dir}")
         export(onnx_dir)
     defaults = shipped_defaults()
-    eager = Synthesizer.from_paths(shipped_checkpoint(defaults["acoustic"]), defaults["vocoder"])
+    eager = TorchEngine.from_paths(shipped_checkpoint(defaults["acoustic"]), defaults["vocoder"])
+    controls = eager.defaults.replace(seed=seed)  # the checkpoint's own controls; the export's manifest copies them
     pool = TextPool(eager.frontend)
     items = []
     for n in lengths:
@@ -57,18 +61,21 @@ def run(onnx_dir: Path, lengths: list[int], threads: list[int], repeats: int, se
         items.append((n, text, ids))
     result: dict[str, Any] = {"parity": [], "speed": [], "settings": {
         "lengths": lengths, "threads": threads, "repeats": repeats, "seed": seed, "onnx_dir": str(onnx_dir),
-        "controls": eager.controls(), "cpu_count": os.cpu_count()}}
+        "controls": {k: v for k, v in dataclasses.asdict(controls).items() if k != "seed"}, "cpu_count": os.cpu_count()}}
     torch_threads = torch.get_num_threads()
     try:
         for t in threads:
             torch.set_num_threads(t)
-            onnx = OnnxSynthesizer.load(onnx_dir, threads=t)
+            onnx = OnnxEngine.load(onnx_dir, threads=t)
+            if onnx.defaults.replace(seed=seed) != controls:
+                log(f"note: the export's controls {onnx.defaults} differ from the checkpoint's {eager.defaults}; "
+                    "both engines are run with the checkpoint's")
             for n, text, ids in items:
-                e_mel_s, e_mels = _median_time(lambda: eager.mels(eager.pad([ids]), seed=seed), repeats)
-                e_voc_s, e_wave = _median_time(lambda: eager.vocode(e_mels), repeats)
-                o_mel_s, o_mels = _median_time(lambda: onnx.mels([ids], seed=seed), repeats)
+                e_mel_s, e_mels = _median_time(lambda: eager.mels([ids], [0], controls), repeats)
+                e_voc_s, e_waves = _median_time(lambda: eager.vocode(e_mels), repeats)
+                o_mel_s, o_mels = _median_time(lambda: onnx.mels([ids], [0], controls), repeats)
                 o_voc_s, o_waves = _median_time(lambda: onnx.vocode(o_mels), repeats)
-                audio_s = int(e_wave.lengths[0]) / eager.mel_config.sample_rate
+                audio_s = e_waves[0].size / eager.sample_rate
                 row = {"symbols": n, "threads": t, "audio_s": round(audio_s, 3),
                        "eager_mel_s": e_mel_s, "eager_vocoder_s": e_voc_s, "eager_total_s": e_mel_s + e_voc_s,
                        "onnx_mel_s": o_mel_s, "onnx_vocoder_s": o_voc_s, "onnx_total_s": o_mel_s + o_voc_s}
@@ -79,12 +86,13 @@ def run(onnx_dir: Path, lengths: list[int], threads: list[int], repeats: int, se
                     f"(mel {e_mel_s * 1e3:.0f}), onnx {row['onnx_total_s'] * 1e3:.0f} ms (mel {o_mel_s * 1e3:.0f}), "
                     f"x{row['speedup_total']:.2f}")
                 if t == threads[0]:
-                    a, b = e_wave.wave[0, : int(e_wave.lengths[0])].numpy(), o_waves[0]
+                    a, b = e_waves[0], o_waves[0]
                     same_len = a.shape == b.shape
-                    parity = {"symbols": n, "text": text, "frames_eager": int(e_mels.mel_lengths[0]),
-                              "frames_onnx": int(o_mels.mel_lengths[0]),
-                              "mel_max_abs": float(np.abs(o_mels.mels - e_mels.mels.numpy()).max())
-                              if o_mels.mels.shape == tuple(e_mels.mels.shape) else None,
+                    e_mel = e_mels.mels.float().cpu().numpy()
+                    parity = {"symbols": n, "text": text, "frames_eager": int(e_mels.lengths[0]),
+                              "frames_onnx": int(o_mels.lengths[0]),
+                              "mel_max_abs": float(np.abs(o_mels.mels - e_mel).max())
+                              if o_mels.mels.shape == e_mel.shape else None,
                               "wave_max_abs": float(np.abs(a - b).max()) if same_len else None,
                               "wave_rel_rms": float(np.sqrt(np.mean((a - b) ** 2)) / np.sqrt(np.mean(a**2)))
                               if same_len else None}

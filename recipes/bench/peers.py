@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from recipes.bench.systems import n_params
-from tts.inference import forced_durations, pad_tokens
+from tts.runtime.torch_engine import forced_durations, pad_tokens
 from recipes.bench.timing import Bench, median
 
 FESTIVAL_VOICE = "voice_cmu_us_slt_arctic_hts"
@@ -187,8 +187,7 @@ def run_peers(args, bench: Bench, loaded, texts, mel_latency, e2e, tmp: Path, lo
             with torch.inference_mode():
                 for n in args.lengths:
                     ids = texts[n][1]
-                    padded = pad_tokens([ids], device)
-                    tokens, lengths = padded.tokens, padded.lengths
+                    tokens, lengths = pad_tokens([ids], device)
                     frames = mel_latency[ref][str(n)]["frames"]  # the same output length as our NAR
                     if kind == "ar":
                         r = kwargs["n_frames_per_step"]

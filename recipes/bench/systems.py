@@ -1,5 +1,5 @@
 """Building/loading the AR/NAR/vocoder systems under test and random models.  The synthesis itself, forced
-output lengths included, is THE inference path's (tts.inference.Synthesizer stages)."""
+output lengths included, is THE inference path's (tts.runtime.torch_engine.TorchEngine stages)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from tts.inference import Synthesizer, TokenBatch
-from tts.models.outputs import MelOutput
+from tts.runtime.engine import MelBatch
+from tts.runtime.torch_engine import TorchEngine
 
 DEFAULT_FRAMES_PER_SYMBOL = 6.0  # ~86 frames/s (hop 256 @ 22.05 kHz) over ~14 symbols/s of speech
 
@@ -65,17 +65,19 @@ def build_vocoder(name: str, mel_config, device: str):
 
 @dataclass
 class System:
-    """One mel generator under test: a Synthesizer at NAR refine steps `k` (None for the AR), its output
-    length forced (random weights) or free."""
+    """One mel generator under test: a TorchEngine at NAR refine steps `k` (None for the AR: its model takes no
+    controls), its output length forced (random weights) or free."""
 
     name: str
     kind: str  # "ar" | "nar"
     k: int | None
-    synth: Synthesizer
+    synth: TorchEngine
     forced: bool
 
-    def run(self, batch: TokenBatch, frames: list[int] | None) -> MelOutput:
-        """The Synthesizer's mel stage; `frames` [B] are the forced output lengths when `forced`."""
+    def run(self, ids: list[list[int]], frames: list[int] | None, seed: int = 0) -> MelBatch:
+        """The engine's mel stage on token id lists (padded inside); `frames` [B] are the forced output
+        lengths when `forced`.  The controls are the model's own defaults with refine steps `k`."""
         if self.forced and frames is None:
             raise ValueError(f"system {self.name}: forced output length but no frames given")
-        return self.synth.mels(batch, refine_steps=self.k, forced_frames=frames if self.forced else None)
+        controls = self.synth.defaults.replace(refine_steps=self.k, seed=seed)
+        return self.synth.mels(ids, list(range(len(ids))), controls, forced_frames=frames if self.forced else None)

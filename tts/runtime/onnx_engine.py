@@ -107,7 +107,7 @@ def fix_mmap_threshold(threshold: int = 128 * 1024) -> None:
     Every batch allocates and frees arrays of new sizes (a long sentence: tens of MB).  glibc raises its
     mmap threshold to the size of each mmapped block that is freed, after which blocks that large come from
     the heap, which fragments and is not given back: the peak RSS of a document then grew by 0-80 MB from
-    run to run (tts.bench.document_memory).  Fixed, large blocks stay mmapped and return to the OS when
+    run to run (recipes.bench.document_memory).  Fixed, large blocks stay mmapped and return to the OS when
     freed.  A process-wide setting; a no-op on other C libraries."""
     import ctypes
     import ctypes.util

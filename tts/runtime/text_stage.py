@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 
 # The silence between the parts of a sentence the frame guard cut: a comma's pause, shorter than the
-# pause between sentences (Synthesizer.pause_s).
+# pause between sentences (Pipeline.pause_s).
 CLAUSE_PAUSE_S = 0.1
 
 # Clause boundaries a too-long sentence is cut at, strongest first: semicolons and colons, then commas,
