@@ -53,7 +53,7 @@ OPSET = 17
 
 def file_entry(file: str | Path, **extra: Any) -> dict[str, Any]:
     """A manifest's record of a file: sha256 (the identity) plus size and mtime_ns (a runtime that finds both
-    unchanged skips hashing; tts.onnx_runtime.file_matches)."""
+    unchanged skips hashing; tts.runtime.onnx_engine.file_matches)."""
     st = Path(file).stat()
     return {**extra, "sha256": sha256_file(file), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
