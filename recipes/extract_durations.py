@@ -1,5 +1,6 @@
 """Durations for the NAR model: distilled from the AR teacher, taken from the corpus's Festival phone
-segmentation, or imported from a file; see conf/extract_durations.yaml."""
+segmentation or from the Piper teacher's own alignments, or imported from a file; see
+conf/extract_durations.yaml."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from data_prep.atomic import write_json_atomic
 from tts import checkpoint
 from tts.data.corpus import CorpusError, read_segments
 from tts.data.dataset import Collate, TTSDataset
-from tts.durations import durations_from_segments, monotonic_alignment, word_boundary_error, word_spans_from_segments, word_spans_from_tokens
+from data_prep.piper_corpus import alignments_path
+from tts.durations import (durations_from_segments, monotonic_alignment, piper_segments, word_boundary_error,
+                           word_spans_from_segments, word_spans_from_tokens)
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,33 @@ def from_festival(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
     if missing:
         raise CorpusError(f"{dataset.root} has no Festival segmentation for {len(missing)} utterances, "
                           f"e.g. {missing[:3]}: use source=teacher or source=external")
+    return {"phone_match_rate_mean": float(np.mean(rates)), "phone_match_rate_p10": float(np.percentile(rates, 10))}
+
+
+def from_piper(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
+    """Durations from the Piper teacher's per-phoneme alignments (data_prep.piper_corpus: the frames its
+    VITS decoder generated the audio from), paired with our tokens as Festival's segmentation is."""
+    rates, missing = [], []
+    for uid in dataset.ids:
+        path = alignments_path(dataset.root, uid)
+        try:
+            side = json.loads(path.read_text())
+            phonemes, frames = side["phonemes"], side["frames"]
+        except (OSError, ValueError, KeyError) as e:
+            missing.append(f"{uid} ({type(e).__name__})")
+            continue
+        if not phonemes:
+            missing.append(f"{uid} (no per-phoneme alignment)")
+            continue
+        segments = piper_segments(phonemes, frames, dataset.mel_config.frame_seconds)
+        symbols = frontend.decode(dataset.tokens[uid])
+        res = durations_from_segments(symbols, frontend.symbols.is_phone, segments, dataset.n_frames[uid],
+                                      dataset.mel_config.frame_seconds)
+        save_durations(out_dir, uid, res.durations)
+        rates.append(res.phone_match_rate)
+    if missing:
+        raise CorpusError(f"{dataset.root} has no usable Piper alignments for {len(missing)} utterances, "
+                          f"e.g. {missing[:3]}: rebuild them with python -m data_prep.piper_corpus")
     return {"phone_match_rate_mean": float(np.mean(rates)), "phone_match_rate_p10": float(np.percentile(rates, 10))}
 
 
@@ -116,8 +146,8 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
 def main(cfg: DictConfig) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    if cfg.source not in ("teacher", "festival", "external"):
-        raise ValueError(f"source must be teacher, festival or external, not {cfg.source!r}")
+    if cfg.source not in ("teacher", "festival", "piper", "external"):
+        raise ValueError(f"source must be teacher, festival, piper or external, not {cfg.source!r}")
     if cfg.source == "teacher":
         loaded = checkpoint.load(cfg.checkpoint)
         frontend, mel_config = loaded.frontend(), loaded.mel_config
@@ -138,6 +168,8 @@ def main(cfg: DictConfig) -> dict:
             import_external(Path(cfg.external), dataset, out_dir)
         elif cfg.source == "festival":
             extra = from_festival(dataset, out_dir, frontend)
+        elif cfg.source == "piper":
+            extra = from_piper(dataset, out_dir, frontend)
         else:
             if not hasattr(loaded.model, "teacher_forced_alignment"):
                 raise TypeError(f"{type(loaded.model).__name__} has no attention to distil durations from")

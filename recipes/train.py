@@ -37,9 +37,6 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
     model = instantiate(cfg.model, **build_kwargs)
     # _convert_="object": Hydra would otherwise turn the MelConfig dataclass into a DictConfig
     datamodule = instantiate(cfg.data, frontend=frontend, mel_config=mel_config, _convert_="object")
-    stats_path = Path(cfg.data.root) / "features" / "stats.json"
-    if hasattr(model, "set_data_statistics") and stats_path.is_file():
-        model.set_data_statistics(json.loads(stats_path.read_text()))
     warm: dict[str, object] = {}
     if cfg.get("init_from") and not cfg.ckpt_path:
         source = warm_start(model, cfg.init_from, mel_config, frontend.to_dict())
@@ -47,6 +44,11 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
         # training steps behind the starting weights, summed over a chain of warm starts
         warm = {"init_from": str(cfg.init_from),
                 "steps_before": int(source.get("steps_before") or 0) + int(source.get("global_step") or 0)}
+    # After the warm start, whose buffers carry the SOURCE corpus's statistics: a model warm-started
+    # from another voice (issue 31: joe from slt) must normalise with this corpus's mel/pitch/energy.
+    stats_path = Path(cfg.data.root) / "features" / "stats.json"
+    if hasattr(model, "set_data_statistics") and stats_path.is_file():
+        model.set_data_statistics(json.loads(stats_path.read_text()))
     meta = CheckpointMeta(
         kind="acoustic",
         model_config=OmegaConf.to_container(cfg.model, resolve=True),

@@ -153,3 +153,31 @@ def test_recipe_festival_source(featurised_corpus: Path, tmp_path: Path):
     assert train["phone_match_rate_mean"] > 0.8
     # boundaries come from Festival itself: only frame rounding and the lead pause separate them
     assert train["word_boundary_mean_abs_error_ms"] < 30.0
+
+
+def test_piper_segments_read_espeak_symbols_as_arpabet_phones():
+    from tts.durations import piper_segments
+
+    # "^ h ˈ e ɪ ." : BOS, HH, a stress mark and the two symbols of one diphthong EY, punctuation, EOS
+    phonemes = ["^", "h", "ˈ", "e", "ɪ", " ", "ɑ", "ː", "ɹ", ".", "$"]
+    frames = [3, 2, 1, 4, 2, 5, 3, 1, 3, 6, 0]
+    seg = piper_segments(phonemes, frames, frame_seconds=0.01)
+    assert [s.phone for s in seg] == ["pau", "hh", "ey", "pau", "aa", "r", "pau", "pau"]
+    ends = np.round(np.array([s.end for s in seg]) / 0.01).astype(int)
+    # the stress mark's frame goes to EY (1 + 4 + 2); "ɑ ː ɹ" = AA R splits its 7 frames 4 + 3
+    assert ends.tolist() == [3, 5, 12, 17, 21, 24, 30, 30]
+    assert [s.word for s in seg] == [None, "w0", "w0", None, "w1", "w1", None, None]
+
+
+def test_piper_durations_reach_our_tokens_exactly():
+    from tts.durations import piper_segments
+
+    # our tokens K AE1 T S . against Piper's "^ k ˈ æ t s . $": every phone pairs, so each token's
+    # frames are Piper's (the BOS pause goes to the first phone, the final pause to the full stop)
+    phonemes, frames = ["^", "k", "ˈ", "æ", "t", "s", ".", "$"], [4, 3, 2, 6, 3, 5, 7, 0]
+    seg = piper_segments(phonemes, frames, frame_seconds=256 / 22050)
+    symbols = ["K", "AE1", "T", "S", "."]
+    res = durations_from_segments(symbols, lambda s: s[0].isalpha(), seg, n_frames=sum(frames) + 1,
+                                  frame_seconds=256 / 22050)
+    assert res.phone_match_rate == 1.0
+    assert res.durations.tolist() == [4 + 3, 2 + 6, 3, 5, 7 + 1]

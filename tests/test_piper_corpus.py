@@ -116,3 +116,27 @@ def test_refuses_sources_under_usr_share_doc(tmp_path: Path, capsys: pytest.Capt
         sentences.fortune_files(Path("/usr/share/doc"))
     # the default source reads nothing there
     assert sentences.HELD_OUT_ROOT not in sentences.FORTUNES_DIR.resolve().parents
+
+
+def test_durations_from_the_teachers_alignments(built: Path, tmp_path: Path) -> None:
+    """recipes.extract_durations source=piper on the built corpus: one durations file per utterance, each
+    summing to its mel length (the dataset checks), every phone with frames, nearly every phone paired."""
+    import shutil
+    import subprocess
+    import sys
+
+    from data_prep.features import extract_features
+    from tts.paths import REPO_ROOT
+
+    root = tmp_path / "joe"
+    shutil.copytree(built, root)
+    extract_features(root, jobs=1)
+    out = tmp_path / "durations"
+    r = subprocess.run([sys.executable, "-m", "recipes.extract_durations", "source=piper", f"data_root={root}",
+                        f"out_dir={out}", "threads=1"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["source"] == "piper" and len(list(out.glob("*.npy"))) == len(SENTENCES)
+    for split in rep["splits"].values():
+        assert split["phones_with_zero_frames"] == 0.0
+        assert split["phone_match_rate_mean"] > 0.8

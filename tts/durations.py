@@ -212,3 +212,64 @@ def durations_from_segments(symbols: list[str], is_phone, segments, n_frames: in
                 d[j] += 1
                 break
     return SegmentDurations(d.astype(np.int64), matched / len(phone_tok), len(phone_tok), len(ref_idx))
+
+
+# --- durations from the Piper teacher's own alignments (issue 31's joe corpus) --------------------
+# Piper (VITS) chose a whole number of 256-sample frames for every espeak phoneme it spoke: the audio was
+# generated from exactly these durations, so they are the recording's true segmentation, in espeak IPA.
+# They reach our ARPAbet tokens the way Festival's segmentation does: phone segments with end times,
+# paired with our phones by edit distance (durations_from_segments).
+PIPER_PAUSES = frozenset("^$ ,.;:!?-\u2014\u2026\"'()")  # BOS/EOS, word separator, punctuation: silence or none
+
+
+def piper_segments(phonemes: list[str], frames: list[int], frame_seconds: float, pause: str = "pau") -> list:
+    """Piper's per-phoneme alignment -> `PhoneSegment`s named as Festival's (lowercase ARPAbet, no stress).
+
+    `phonemes` are single espeak IPA symbols, `frames` their durations (same length).  Runs of IPA symbols
+    are read greedily longest-first with the IPA -> ARPAbet table of the G2P (`tts.text.ipa`), so "e ɪ" is
+    one EY and "ɑ ː ɹ" is AA R; a stress mark's frames go to the phone it precedes, a stray length mark's or
+    an unknown symbol's to the phone before it.  An entry of several ARPAbet phones splits its frames
+    evenly (the first phone takes the remainder).  Pause and punctuation symbols become `pause` segments.
+    """
+    from tts.data.corpus import PhoneSegment
+    from tts.text.ipa import IPA_TO_ARPABET, PRIMARY, SECONDARY
+
+    if len(phonemes) != len(frames):
+        raise ValueError(f"{len(phonemes)} phonemes but {len(frames)} durations")
+    max_key = max(len(k) for k in IPA_TO_ARPABET)
+    named: list[list] = []  # [name, frames, word index or None]
+    carry, word, i = 0, 0, 0  # carry: frames of stress marks waiting for their phone
+    while i < len(phonemes):
+        sym = phonemes[i]
+        if sym in PIPER_PAUSES:
+            if sym == " ":
+                word += 1
+            named.append([pause, int(frames[i]) + carry, None])
+            carry, i = 0, i + 1
+            continue
+        if sym in (PRIMARY, SECONDARY):
+            carry, i = carry + int(frames[i]), i + 1
+            continue
+        for size in range(min(max_key, len(phonemes) - i), 0, -1):
+            entry = IPA_TO_ARPABET.get("".join(phonemes[i : i + size]))
+            if entry is not None:
+                break
+        else:  # length mark, palatal modifier ʲ, an unknown symbol: time of the phone before it
+            if named and named[-1][0] != pause:
+                named[-1][1] += int(frames[i])
+            else:
+                carry += int(frames[i])
+            i += 1
+            continue
+        total = sum(int(f) for f in frames[i : i + size]) + carry
+        share, rest = divmod(total, len(entry))
+        for k, phone in enumerate(entry):
+            named.append([phone.rstrip("*").lower(), share + (rest if k == 0 else 0), word])
+        carry, i = 0, i + size
+    if carry and named:
+        named[-1][1] += carry
+    segments, t = [], 0
+    for name, n, w in named:
+        t += n
+        segments.append(PhoneSegment(name, t * frame_seconds, None if w is None else f"w{w}"))
+    return segments
