@@ -158,14 +158,26 @@ def test_invalid_max_symbols() -> None:
 
 
 def test_frontend_round_trip_through_json() -> None:
-    fe = TextFrontend(espeak_executable=MISSING_ESPEAK, max_symbols=300)
+    fe = TextFrontend(espeak_executable=None, max_symbols=300)
     data = json.loads(json.dumps(fe.to_dict()))
-    assert data["g2p"]["lexicon"] == "cmudict" and data["g2p"]["espeak_executable"] == MISSING_ESPEAK
+    assert data["g2p"]["lexicon"] == "cmudict" and data["g2p"]["espeak_executable"] is None
     assert data["symbols"]["symbols"][0] == "_"
     restored = TextFrontend.from_dict(data)
     assert restored == fe
     assert restored.max_symbols == 300 and restored.symbols == fe.symbols
     assert restored.encode("Hello world.") == fe.encode("Hello world.")
+
+
+def test_a_stored_espeak_program_is_only_ever_espeak_on_path() -> None:
+    """A stored description comes from a checkpoint (a file from anywhere): a path in it is reduced to espeak's
+    own name, looked up on PATH, and any other program is refused (issue 35 item 1)."""
+    data = TextFrontend(espeak_executable=MISSING_ESPEAK).to_dict()
+    assert data["g2p"]["espeak_executable"] == MISSING_ESPEAK
+    assert TextFrontend.from_dict(data).g2p.espeak_executable == "espeak-ng"
+    for program in ("/bin/sh", "sh", "./evil", 3):
+        data["g2p"]["espeak_executable"] = program
+        with pytest.raises(TextError, match="espeak program"):
+            TextFrontend.from_dict(data)
 
 
 def test_frontend_from_dict_rejects_unknown_format() -> None:

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import TINY, tiny_checkpoint
 from hydra import compose, initialize_config_dir
 
-from tts import checkpoint
 from tts.audio import MelConfig, MelConfigMismatchError, MelSpectrogram, load_wav
-from tts.checkpoint import CheckpointError, CheckpointMeta
+from tts.checkpoint import CheckpointError
 from tts.paths import CONF_DIR
 from tts.vocoder.base import Vocoder
 from tts.vocoder.griffin_lim import GriffinLimVocoder
@@ -135,11 +135,9 @@ def test_registry_names_and_errors(mel_config: MelConfig, tmp_path: Path):
     with pytest.raises(ValueError, match="unknown vocoder 'nope'.*griffin-lim"):
         load_vocoder("nope")
     # an acoustic checkpoint is not a vocoder
-    acoustic = CheckpointMeta(kind="acoustic", model_config={"_target_": "torch.nn.Linear"},
-                              build_kwargs={"in_features": 2, "out_features": 2}, mel_config=mel_config)
-    checkpoint.save(tmp_path / "acoustic.pt", acoustic.build_model(), acoustic)
+    acoustic = tiny_checkpoint(tmp_path / "acoustic.pt", "nonautoregressive", mel_config, **TINY["nonautoregressive"])
     with pytest.raises(CheckpointError, match="'acoustic' checkpoint, not a vocoder"):
-        load_vocoder(tmp_path / "acoustic.pt")
+        load_vocoder(acoustic)
 
 
 @pytest.mark.parametrize("kind", ["hifigan", "griffin_lim"])

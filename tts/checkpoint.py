@@ -11,6 +11,12 @@ the `model.` prefix) and exported release checkpoints (weights only, optionally 
 
 `load(path)` rebuilds the model from the file alone.  Writes are atomic (temp file + os.replace), so a
 run killed mid-save leaves the previous checkpoint intact.
+
+A checkpoint is data, never a program (a model file from the internet must not run code when it is loaded):
+the file is unpickled with torch's weights-only unpickler (tensors, numbers, strings and containers; a pickle
+that names any other global is refused before anything is called), and the model is built only from the
+classes in ALLOWED_TARGETS, never by importing what a config names.  Both refusals are an
+UntrustedCheckpointError (a CheckpointError: the CLI's exit 4).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +34,7 @@ import torch
 from torch import nn
 
 from tts.audio import MelConfig, MelConfigMismatchError
-from tts.errors import CheckpointError  # defined torch-free: the ONNX runtime raises it too
+from tts.errors import CheckpointError, UntrustedCheckpointError  # torch-free: the ONNX runtime raises them too
 
 FORMAT = "tts-checkpoint-v1"
 LIGHTNING_PREFIX = "model."
@@ -53,20 +61,80 @@ class CheckpointMeta:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CheckpointMeta":
-        if d.get("format") != FORMAT:
-            raise CheckpointError(f"unsupported checkpoint format {d.get('format')!r} (expected {FORMAT})")
+    def from_dict(cls, d: Any) -> "CheckpointMeta":
+        """The `tts` entry of a file; anything malformed (a file's bytes decide it) is a CheckpointError."""
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            found = d.get("format") if isinstance(d, dict) else type(d).__name__
+            raise CheckpointError(f"unsupported checkpoint format {found!r} (expected {FORMAT})")
+        for key, kinds in (("kind", str), ("model_config", dict), ("build_kwargs", dict), ("mel_config", dict),
+                           ("frontend", (dict, type(None))), ("info", dict)):
+            if key in d or key not in ("frontend", "info"):
+                if not isinstance(d.get(key), kinds):
+                    raise CheckpointError(f"malformed checkpoint description: {key!r} is {type(d.get(key)).__name__}")
+        if d["kind"] not in KINDS:
+            raise CheckpointError(f"unknown checkpoint kind {d['kind']!r} (expected one of {list(KINDS)})")
+        try:
+            mel_config = MelConfig.from_dict(d["mel_config"])
+        except (TypeError, ValueError) as e:
+            raise CheckpointError(f"malformed checkpoint description: its mel config: {e}") from e
         return cls(
             kind=d["kind"],
             model_config=d["model_config"],
             build_kwargs=d["build_kwargs"],
-            mel_config=MelConfig.from_dict(d["mel_config"]),
+            mel_config=mel_config,
             frontend=d.get("frontend"),
             info=d.get("info", {}),
         )
 
     def build_model(self) -> nn.Module:
-        return instantiate_node(self.model_config, **self.build_kwargs)
+        """The model this description names, built from ALLOWED_TARGETS only (the description comes from a file)."""
+        return build_untrusted(self.model_config, **self.build_kwargs)
+
+
+KINDS = ("acoustic", "vocoder")
+
+# The only callables a checkpoint's config may name (a `_target_` string is compared with these before
+# anything is imported: importing a module a file names already runs code).  A new model or vocoder class
+# that checkpoints should rebuild is added here.
+ALLOWED_TARGETS = frozenset({
+    "tts.audio.MelConfig",
+    "tts.models.autoregressive.Tacotron2",
+    "tts.models.nonautoregressive.FastSpeech2",
+    "tts.models.refiner.FlowMatchingRefiner",
+    "tts.vocoder.griffin_lim.GriffinLimVocoder",
+    "tts.vocoder.hifigan.HifiGanVocoder",
+    "tts.vocoder.source_filter.SourceFilterVocoder",
+})
+
+
+def build_untrusted(node: dict[str, Any], **kwargs: Any) -> nn.Module:
+    """`instantiate_node` for a config read from a file: a plain node (no interpolation, no Hydra key beyond
+    _target_/_partial_/_convert_) whose every `_target_` is in ALLOWED_TARGETS and whose result is a module;
+    otherwise UntrustedCheckpointError, before anything is imported or called."""
+    if not (_is_plain(node) and _is_plain(kwargs)):
+        raise UntrustedCheckpointError("its model config is not plain data (interpolations or Hydra keys): refused")
+    foreign = sorted(_targets({**node, **kwargs}) - ALLOWED_TARGETS)
+    if foreign:
+        raise UntrustedCheckpointError(f"its model config names {', '.join(foreign)}, which is not one of this "
+                                       "project's model classes: refused (a checkpoint may only name its models)")
+    try:
+        model = _build({**node, **kwargs})
+    except Exception as e:  # wrong argument names or values for a real class: the file is broken, not a bug here
+        raise CheckpointError(f"its model config does not build a model ({type(e).__name__}: {e})") from e
+    if not isinstance(model, nn.Module):
+        raise CheckpointError(f"its model config builds a {type(model).__name__}, not a model")
+    return model
+
+
+def _targets(node: Any) -> set[str]:
+    """Every `_target_` value in a node, however deep (as a string: a non-string target is never allowed)."""
+    if isinstance(node, dict):
+        target = node.get("_target_")
+        found = {target if isinstance(target, str) else repr(target)} if "_target_" in node else set()
+        return found.union(*(_targets(v) for v in node.values()))
+    if isinstance(node, (list, tuple)):
+        return set().union(*(_targets(v) for v in node))
+    return set()
 
 
 # The Hydra node keys `instantiate_node` builds itself; any other "_..." key goes to Hydra.
@@ -102,7 +170,8 @@ def _build(node: Any) -> Any:
 def instantiate_node(node: dict[str, Any], **kwargs: Any) -> Any:
     """`hydra.utils.instantiate(node, **kwargs)` for the plain nodes checkpoints store (resolved configs whose
     containers become plain dicts and lists, as with `_convert_: all`), without importing Hydra (~0.2 s of
-    start-up on the inference path); any other node is built by Hydra itself."""
+    start-up on the inference path); any other node is built by Hydra itself.  For the project's own configs
+    (conf/): it imports whatever the node names, so a node read from a file goes to `build_untrusted`."""
     if not (_is_plain(node) and _is_plain(kwargs)):
         from hydra.utils import instantiate
 
@@ -123,9 +192,14 @@ class LoadedCheckpoint:
         """The text frontend (with its symbol table) the model was trained with."""
         from tts.text import TextFrontend
 
+        from tts.text.errors import TextError
+
         if self.meta.frontend is None:
             raise CheckpointError(f"a {self.meta.kind} checkpoint has no text frontend")
-        return TextFrontend.from_dict(self.meta.frontend)
+        try:
+            return TextFrontend.from_dict(self.meta.frontend)
+        except (TextError, TypeError, ValueError, KeyError) as e:  # the file's description, not the user's text
+            raise CheckpointError(f"its text frontend description is unusable: {e}") from e
 
 
 def atomic_torch_save(obj: Any, path: str | Path) -> None:
@@ -142,17 +216,48 @@ def atomic_torch_save(obj: Any, path: str | Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+# Where torch's weights-only unpickler names the global it refused ("GLOBAL posix.system ...").
+_REFUSED_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
+_UNPICKLER_DETAIL = re.compile(r"WeightsUnpickler error:\s*(\S[^\n]*)")
+
+
 def read_raw(path: str | Path) -> dict[str, Any]:
+    """The file's dict, read as data only: torch's weights-only unpickler (tensors, numbers, strings, containers;
+    Lightning's training checkpoints with optimizer state are such data too) never calls what a pickle names,
+    so a file that needs code to load is refused (UntrustedCheckpointError) without running any of it."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise CheckpointError(f"checkpoint not found: {path}")
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} is not a regular file")
     try:
-        raw = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as e:  # truncated zip, pickle garbage, ...
-        raise CheckpointError(f"checkpoint {path} is corrupt or not a torch file: {e}") from e
-    if not isinstance(raw, dict) or "tts" not in raw or "state_dict" not in raw:
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the one-line error says what matters
+            warnings.simplefilter("ignore")
+            raw = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated zip, pickle garbage, code in the pickle, ...
+        refused = _REFUSED_GLOBAL.search(str(e))
+        if refused:
+            raise UntrustedCheckpointError(
+                f"checkpoint {path} is not safe to load: its pickle calls {refused.group(1)}, and a checkpoint may "
+                "only hold weights and plain values (refused without running it)") from None
+        # the weights-only unpickler's own detail ("Unsupported operand 149") follows its multi-line preamble
+        detail = _UNPICKLER_DETAIL.search(str(e))
+        first = detail.group(1) if detail else (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(f"checkpoint {path} is corrupt or not a torch file of plain data: {first}") from None
+    if not isinstance(raw, dict) or "tts" not in raw or not isinstance(raw.get("state_dict"), dict):
         raise CheckpointError(f"{path} is not a tts checkpoint (no 'tts' description)")
+    sd = raw["state_dict"]
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
+        raise CheckpointError(f"{path} is not a tts checkpoint: its state_dict holds more than named tensors")
     return raw
+
+
+def read_meta(raw: dict[str, Any], path: str | Path) -> CheckpointMeta:
+    """The `tts` description of a file read by `read_raw`, errors naming the file."""
+    try:
+        return CheckpointMeta.from_dict(raw["tts"])
+    except CheckpointError as e:
+        raise type(e)(f"checkpoint {path}: {e}") from None
 
 
 def model_state_dict(raw: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -191,8 +296,11 @@ def load_weights(model: nn.Module, raw: dict[str, Any], error: str, fresh_prefix
 def load(path: str | Path, device: str | torch.device = "cpu") -> LoadedCheckpoint:
     """Rebuild the model described by a checkpoint, in eval mode, in float32."""
     raw = read_raw(path)
-    meta = CheckpointMeta.from_dict(raw["tts"])
-    model = meta.build_model()
+    meta = read_meta(raw, path)
+    try:
+        model = meta.build_model()
+    except CheckpointError as e:
+        raise type(e)(f"checkpoint {path}: {e}") from None
     load_weights(model, raw, f"{path}: weights do not fit the model its config describes")
     return LoadedCheckpoint(model=model.to(device).eval(), meta=meta)
 
@@ -206,7 +314,7 @@ def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, fronte
     Returns the source's `info` (its step, experiment) for the log.
     """
     raw = read_raw(path)
-    meta = CheckpointMeta.from_dict(raw["tts"])
+    meta = read_meta(raw, path)
     try:
         meta.mel_config.check_compatible(mel_config, f"init_from {path}", "this run")
     except MelConfigMismatchError as e:

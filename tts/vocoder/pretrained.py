@@ -187,6 +187,40 @@ class SpeechBrainHifiGan(Vocoder):
 
 
 # --- loading --------------------------------------------------------------------------------------
+# What a local folder's hyperparams.yaml may build.  SpeechBrain reads it with HyperPyYAML, whose tags call any
+# Python callable they name (`!new:os.system`, `!apply:`, `!name:`, `!module:`); a folder from anywhere is data,
+# so its tags are checked before SpeechBrain sees the file: only these classes, references and tuples.
+SPEECHBRAIN_CLASSES = ("speechbrain.lobes.models.HifiGAN.HifiganGenerator", "speechbrain.utils.parameter_transfer.Pretrainer")
+_PLAIN_TAGS = ("!ref", "!copy", "!tuple")
+
+
+def check_hyperparams(path: Path) -> None:
+    """Refuse (UntrustedCheckpointError) a hyperparams.yaml whose tags would build or call anything but
+    SPEECHBRAIN_CLASSES; bad YAML is a PretrainedVocoderError.  Parsed with a safe loader that only records tags."""
+    import yaml
+
+    from tts.errors import UntrustedCheckpointError
+
+    tags: set[str] = set()
+
+    class TagRecorder(yaml.SafeLoader):
+        pass
+
+    def record(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> None:
+        tags.add(node.tag)
+
+    TagRecorder.add_multi_constructor("!", record)
+    try:
+        yaml.load(path.read_text(encoding="utf-8"), Loader=TagRecorder)  # noqa: S506 -- a safe loader subclass
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as e:
+        raise PretrainedVocoderError(f"cannot read {path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    allowed = {*_PLAIN_TAGS, *(f"!new:{c}" for c in SPEECHBRAIN_CLASSES)}
+    foreign = sorted(tags - allowed)
+    if foreign:
+        raise UntrustedCheckpointError(f"{path} names {', '.join(foreign)}: a vocoder folder may only build "
+                                       f"{' and '.join(SPEECHBRAIN_CLASSES)} (refused without running it)")
+
+
 def _looks_like_path(source: str) -> bool:
     # Hub ids are "owner/name"; anything absolute, relative-dotted or deeper is meant as a folder.
     return source.startswith(("/", ".", "~")) or source.count("/") > 1 or (os.sep != "/" and os.sep in source)
@@ -228,6 +262,7 @@ def load_speechbrain_hifigan(
         missing = [f for f in ("hyperparams.yaml", "generator.ckpt") if not (local / f).is_file()]
         if missing:
             raise PretrainedVocoderError(f"local vocoder folder {local} lacks {missing} (needs hyperparams.yaml + generator.ckpt)")
+        check_hyperparams(local / "hyperparams.yaml")
         # A local folder needs no collection directory: SpeechBrain reads the files in place.
         kwargs: dict[str, Any] = {"source": str(local), "savedir": None}
         reason = None
