@@ -1,8 +1,8 @@
 """Build a listening test from systems' audio folders.
 
     python -m recipes.listening_test build --systems gt=DIR1 nar=DIR2 ar=DIR3 --out TESTDIR \
-        [--n 20] [--mos] [--seed 0] [--ground-truth gt] [--attention-checks 2] [--loudness gated|rms]
-        [--invite-codes N] [--force]
+        [--n 20] [--mos] [--seed 0] [--ground-truth gt] [--attention-checks 3] [--loudness bs1770|rms]
+        [--target-db -23] [--sample-rate HZ] [--padding-s 0.25] [--invite-codes N] [--force]
 
 Each DIR holds ID.wav for the same held-out sentence IDs; the common IDs are used (a random --n of
 them).  Or let the builder synthesise them: --data DIR [--split test] picks --n held-out sentences,
@@ -61,9 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--ground-truth", nargs="*", default=None, metavar="NAME",
                    help="systems that are ground truth (default: any named gt, ground_truth, or reference)")
-    b.add_argument("--attention-checks", type=int, default=2)
-    b.add_argument("--loudness", choices=["gated", "rms"], default="gated")
+    b.add_argument("--attention-checks", type=int, default=3, help="checks per part (A/B, and MOS with --mos)")
+    b.add_argument("--loudness", choices=["bs1770", "rms"], default="bs1770",
+                   help="BS.1770-4 integrated loudness (LKFS) or plain RMS")
     b.add_argument("--target-db", type=float, default=-23.0)
+    b.add_argument("--sample-rate", type=int, default=None,
+                   help="one rate for every clip (default: the lowest of the inputs')")
+    b.add_argument("--padding-s", type=float, default=0.25, help="silence before and after the trimmed speech")
     b.add_argument("--title", default="Listening test")
     b.add_argument("--force", action="store_true",
                    help="rebuild a folder that holds results, after moving them to TESTDIR/archive/")
@@ -82,12 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         gt = args.ground_truth
         if gt is None:
             gt = [s for s in systems if s.lower() in {"gt", "ground_truth", "groundtruth", "reference"}]
-        if args.n < 1 or args.attention_checks < 0 or args.invite_codes < 0:
-            raise ValueError("--n must be >= 1, --attention-checks and --invite-codes >= 0")
+        if args.n < 1 or args.attention_checks < 0 or args.invite_codes < 0 or not 0 <= args.padding_s <= 2:
+            raise ValueError("--n must be >= 1, --attention-checks and --invite-codes >= 0, --padding-s in 0..2")
         test = build_test(systems, args.out, n=args.n, mos=args.mos, seed=args.seed, ground_truth=gt,
                           attention_checks=args.attention_checks, loudness=args.loudness,
                           target_db=args.target_db, title=args.title, force=args.force,
-                          invite_codes=args.invite_codes)
+                          invite_codes=args.invite_codes, sample_rate=args.sample_rate, padding_s=args.padding_s)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
-"""Test harness of the listening app (tts.listening): tone "systems" and its server in a subprocess on loopback."""
+"""Test harness of the listening app (tts.listening): tone "systems", its server in a subprocess on loopback, and
+the answers an attentive rater gives (computed white-box from test.json, as only the server could)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,24 @@ import numpy as np
 import soundfile as sf
 
 from recipes.bench.speech_server import free_port, wait_until_healthy
+from tts.listening.layout import layout_for, page_sources
 
 REPO = Path(__file__).resolve().parents[1]
+ADMIN = "Vt3bq0xJ9rK2mWc7LpZ4sYfN8aHd1eGu6TjQ5oRiXkE"  # a 256-bit token: the server refuses weak ones
+
+
+def honest_answer(test: dict, rater_id: str, page: dict, ab_choice: str = "A", score: int = 4) -> dict:
+    """The answer of an attentive rater to `page` ({"item_id", "type", ...}): an A/B check's undamaged side,
+    a MOS check's asked-for score, else `ab_choice` / `score`."""
+    items = {it["id"]: it for it in test["items"]}
+    it = items[page["item_id"]]
+    if it.get("attention") and it["type"] == "ab":
+        flip = dict(layout_for(test, rater_id))[it["id"]]
+        srcs = page_sources(test, items, rater_id, it["id"], flip)
+        return {"choice": "A" if srcs[0].damage is None else "B"}
+    if it["type"] == "ab":
+        return {"choice": ab_choice}
+    return {"score": it["expected"] if it.get("attention") else score}
 
 
 def make_tone_systems(root: Path, systems: dict[str, float], ids: list[str], seconds: float = 0.5,
@@ -33,7 +50,7 @@ def make_tone_systems(root: Path, systems: dict[str, float], ids: list[str], sec
 class ServerProcess:
     """`python -m tts.listening serve` in a subprocess; .kill() sends SIGKILL (no clean shutdown)."""
 
-    def __init__(self, test_dir: Path, db: Path, admin_token: str = "test-admin-token-0123456789abcdef",
+    def __init__(self, test_dir: Path, db: Path, admin_token: str = ADMIN,
                  port: int | None = None, extra_args: tuple[str, ...] = ()):
         self.test_dir, self.db, self.token, self.extra_args = Path(test_dir), Path(db), admin_token, tuple(extra_args)
         self.port = port or free_port()

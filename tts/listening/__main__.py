@@ -40,8 +40,12 @@ def main(argv: list[str] | None = None) -> int:
                         "value: those show in `ps`")
     s.add_argument("--admin-token", default=None, help=argparse.SUPPRESS)  # refused below, with the way to do it
     s.add_argument("--secure-cookies", action="store_true", help="mark the rater cookie Secure (behind HTTPS)")
-    s.add_argument("--sessions-per-hour", type=float, default=20, help="new rater sessions per client address")
-    s.add_argument("--requests-per-minute", type=float, default=600, help="requests per client address")
+    s.add_argument("--sessions-per-hour", type=float, default=20,
+                   help="new rater sessions per client (IPv4 address, IPv6 /64)")
+    s.add_argument("--requests-per-minute", type=float, default=600, help="requests per client")
+    s.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS[/PREFIX]",
+                   help="a reverse proxy (address or network) whose X-Forwarded-For names the client; repeatable. "
+                        "Without it the TCP peer is the client (behind an untrusted proxy every rater shares one budget)")
     r = sub.add_parser("report", help="statistics, markdown, JSON and a chart from the results")
     r.add_argument("--test", required=True, type=Path)
     r.add_argument("--db", required=True, type=Path)
@@ -49,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--max-attention-fails", type=int, default=0)
     r.add_argument("--max-fast-share", type=float, default=0.2,
                    help="exclude raters with more than this share of answers faster than the audio")
+    r.add_argument("--keep-flagged", action="store_true",
+                   help="keep raters flagged as scripted (constant side or score, answers following clip length)")
+    r.add_argument("--bootstrap", type=int, default=2000, help="cluster-bootstrap resamples of raters")
     args = ap.parse_args(argv)
 
     if args.cmd == "serve":
@@ -57,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         from .app import create_app
 
         from .db import WrongTestError
+        from .security import parse_networks
 
         if args.admin_token is not None:
             print("error: --admin-token is no longer accepted (command lines show in `ps`): set "
@@ -65,11 +73,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             token = admin_token(args.admin_token_file, args.db)
             app = create_app(args.test, args.db, admin_token=token, secure_cookies=args.secure_cookies,
-                             sessions_per_hour=args.sessions_per_hour, requests_per_minute=args.requests_per_minute)
+                             sessions_per_hour=args.sessions_per_hour, requests_per_minute=args.requests_per_minute,
+                             trusted_proxies=parse_networks(args.trusted_proxy))
         except (WrongTestError, ValueError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from any 127.0.0.1 peer; the app
+        # decides itself, from --trusted-proxy only
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=False)
         return 0
     # args.cmd == "report"
     from .build import load_test
@@ -81,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     except (WrongTestError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    res = write_report(args.test, args.db, args.out, args.max_attention_fails, args.max_fast_share)
+    res = write_report(args.test, args.db, args.out, args.max_attention_fails, args.max_fast_share,
+                       exclude_flagged=not args.keep_flagged, bootstrap=args.bootstrap)
     print(to_markdown(res))
     print(f"wrote {args.out}/report.md, report.json, report.png")
     return 0

@@ -1,101 +1,57 @@
-"""Build a listening test from audio folders: TESTDIR/test.json + loudness-normalised TESTDIR/audio/.
+"""Build a listening test from audio folders: TESTDIR/test.json + normalised TESTDIR/audio/<test id>/.
 
 Input is one folder per system, each holding ``ID.wav`` for the same held-out sentence IDs (one of the
-systems may be the ground-truth recordings). Synthesising those folders with the project's models is a
-separate step: this builder only takes audio folders.
+systems may be the ground-truth recordings). Synthesising those folders is a separate step
+(recipes.listening_test --synth): this builder only takes audio folders.
 
-Loudness normalisation (``--loudness``):
-  * ``gated`` (default): a BS.1770-like gated loudness *without* the K-weighting filter — mean square
-    over 400 ms blocks with 75 % overlap, blocks below -70 dBFS dropped (absolute gate), then blocks more
-    than 10 dB below the mean of the remaining ones dropped (relative gate); the gain brings that gated
-    level to ``--target-db`` (dBFS, default -23). Silences and pauses therefore do not pull the level.
-  * ``rms``: plain RMS over the whole file to ``--target-db``.
-  Afterwards the peak is limited to -1 dBFS by lowering the gain (recorded per file in test.json), so
-  no file clips. Output: mono 16-bit PCM WAV at each input's own sample rate.
+Normalisation (every clip, so that bytes cannot tell a system; tts/listening/clips.py):
+  * one sample rate for the test: ``sample_rate`` or else the lowest of the inputs' (no system's extra
+    bandwidth stands out), polyphase resampling;
+  * leading and trailing silence trimmed, then ``padding_s`` of silence before and after the speech;
+    every system's clip of a sentence padded at the end to the sentence's longest: one length per sentence;
+  * loudness to ``target_db``: BS.1770-4 integrated loudness (``bs1770``, LKFS, default) or plain RMS
+    (``rms``); the target is lowered for every clip (at most 6 dB) until none needs peak limiting at -1 dBFS,
+    clips that still would are gain-limited (recorded per clip);
+  * stored as float32; served per rater as dithered 16-bit PCM (clips.render_wav), so no two raters, pages
+    or builds receive the same bytes.
 
-Blinding: every build draws a secret (``secret``, 256 bits, never served) and a ``test_id``. Audio
-tokens and item ids are fresh random hex strings, unrelated to system, sentence or seed, so two builds
-of the same inputs and seed share no id, and ids are not numbered in blocks. Files are written in a
-shuffled order (their write times do not group by system). Side and order are randomised per rater at
-serve time from (secret, rater id), so they cannot be predicted from the public seed either.
+Blinding: every build draws a secret (``secret``, 256 bits, never served) and a ``test_id``. Audio tokens
+and item ids are fresh random hex strings; files are written in a shuffled order. Side, order, check
+placement and check material are drawn per rater at serve time from (secret, rater id): layout.py.
 
-Attention checks, ``attention_checks`` per part, look like real items (same id form, same payload):
-  * A/B: one sample says "please choose this sample", the other "please do not choose this sample";
-    the side of the first is the per-rater side draw.
-  * MOS: five items, one asking for each score 1..5; each rater gets a random subset.
-Spoken with ``espeak-ng -w`` (fallback when espeak-ng is missing: N beeps asks for score N; on A/B
-pages the sample to choose beeps and the other is silent; the consent page explains both).
+Attention checks (checks.py), ``attention_checks`` per part: A/B checks are items without audio of their
+own (each rater gets a damaged copy of one of the test's real pairs); MOS checks are spoken requests for
+a score, two per score in wordings and voices drawn per build, of which each rater gets
+``attention_checks`` with different scores.
 
-Rebuilding: a folder that holds results (``*.sqlite*``) is refused unless ``force``, which first moves
-test.json, the results and the invite codes to ``archive/<time>-<old test id>/``. Each build writes its
-audio to ``audio/<test_id>/``, so a server still running on the old test.json keeps serving its audio.
+Rebuilding: a folder that holds results (any SQLite file, whatever its name) is refused unless ``force``,
+which first moves test.json, the results and the invite codes to ``archive/<time>-<old test id>/``. Each
+build writes its audio to ``audio/<test_id>/``, so a server still running on the old test.json keeps
+serving its audio.
 """
 
 from __future__ import annotations
 
 import hashlib
-import secrets
 import itertools
 import json
-import math
 import random
+import secrets
 import shutil
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
 
-TEST_VERSION = 2
-RESULT_GLOBS = ("*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.db")
-ATTENTION_YES, ATTENTION_NO = "attention-yes", "attention-no"  # internal system labels of A/B checks
-PEAK_LIMIT = 10 ** (-1 / 20)  # -1 dBFS
-NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+from . import checks
+from .clips import common_target, gain_for, load_mono, pad, resample, trim_silence, write_float
+from .loudness import LOUDNESS
 
-
-def gated_loudness_db(x: np.ndarray, sr: int) -> float:
-    """BS.1770-style gated level (dBFS, no K-weighting) of a mono float signal."""
-    block, hop = int(round(0.4 * sr)), int(round(0.1 * sr))
-    if len(x) < block:
-        ms = np.array([np.mean(x**2)])
-    else:
-        starts = range(0, len(x) - block + 1, hop)
-        ms = np.array([np.mean(x[s : s + block] ** 2) for s in starts])
-    eps = 1e-12
-    lev = 10 * np.log10(ms + eps)
-    ms = ms[lev > -70]
-    if ms.size == 0:
-        return -math.inf
-    rel = 10 * np.log10(ms.mean() + eps) - 10
-    kept = ms[10 * np.log10(ms + eps) > rel]
-    return float(10 * np.log10(kept.mean() + eps))
-
-
-def rms_db(x: np.ndarray, sr: int) -> float:
-    ms = float(np.mean(x**2)) if len(x) else 0.0
-    return -math.inf if ms <= 0 else 10 * math.log10(ms)
-
-
-LOUDNESS = {"gated": gated_loudness_db, "rms": rms_db}
-
-
-def normalise_file(src: Path, dst: Path, method: str = "gated", target_db: float = -23.0) -> dict:
-    x, sr = sf.read(str(src), dtype="float64", always_2d=True)
-    x = x.mean(axis=1)
-    level = LOUDNESS[method](x, sr)
-    gain_db = 0.0 if not math.isfinite(level) else target_db - level
-    gain = 10 ** (gain_db / 20)
-    peak = float(np.max(np.abs(x))) if len(x) else 0.0
-    limited = False
-    if peak * gain > PEAK_LIMIT:
-        gain, limited = PEAK_LIMIT / peak, True
-        gain_db = 20 * math.log10(gain)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(dst), np.clip(x * gain, -1, 1), sr, subtype="PCM_16")
-    return {"level_db": round(level, 2) if math.isfinite(level) else None, "gain_db": round(gain_db, 2),
-            "peak_limited": limited, "sample_rate": sr, "duration_s": round(len(x) / sr, 3)}
+TEST_VERSION = 3
+RESULT_GLOBS = ("*.sqlite*", "*.db", "*.db-*", "*.sqlite3*")
+SQLITE_MAGIC = b"SQLite format 3\0"
+ATTENTION_YES, ATTENTION_NO = "attention-yes", "attention-no"  # labels of an A/B check's clean / damaged side
+PROMPT_VARIANTS = 2  # spoken MOS checks per score
 
 
 def new_id() -> str:
@@ -103,28 +59,23 @@ def new_id() -> str:
     return secrets.token_hex(8)
 
 
-def make_attention_audio(path: Path, text: str, beeps: int, rate_wpm: int = 150, sr: int = 22050) -> dict:
-    """Write the prompt audio for an attention check (spoken `text`, or `beeps` beeps without espeak-ng;
-    0 beeps is one second of silence); returns normalise_file's info (duration and levels)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    espeak = shutil.which("espeak-ng")
-    with tempfile.TemporaryDirectory() as td:
-        raw = Path(td) / "raw.wav"
-        if espeak:
-            subprocess.run([espeak, "-s", str(rate_wpm), "-w", str(raw), text], check=True, capture_output=True)
-        else:  # `beeps` beeps of 150 ms at 880 Hz, 250 ms apart
-            t = np.arange(int(0.15 * sr)) / sr
-            beep = 0.3 * np.sin(2 * np.pi * 880 * t) * np.hanning(len(t))
-            gap = np.zeros(int(0.25 * sr))
-            x = np.concatenate([np.zeros(int(0.2 * sr))] + [np.concatenate([beep, gap]) for _ in range(beeps)]
-                               + [np.zeros(sr)])
-            sf.write(str(raw), x, sr, subtype="PCM_16")
-        return normalise_file(raw, path)
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
 
 
 def results_in(out: Path) -> list[Path]:
-    """Result files (SQLite databases) in a test folder."""
-    return sorted(p for g in RESULT_GLOBS for p in Path(out).glob(g))
+    """Result files in a test folder: by name (SQLite, its -wal/-shm, .db) or by content (any file that
+    starts with SQLite's magic, whatever it is called)."""
+    out = Path(out)
+    if not out.is_dir():
+        return []
+    named = {p for g in RESULT_GLOBS for p in out.glob(g) if p.is_file()}
+    named |= {p for p in out.iterdir() if p.is_file() and _is_sqlite(p)}
+    return sorted(named)
 
 
 def archive_previous(out: Path) -> Path:
@@ -157,13 +108,16 @@ def parse_systems(specs: list[str]) -> dict[str, Path]:
 
 
 def build_test(systems: dict[str, Path], out: Path, n: int = 20, mos: bool = False, seed: int = 0,
-               ground_truth: list[str] | None = None, attention_checks: int = 2,
-               loudness: str = "gated", target_db: float = -23.0, title: str = "Listening test",
-               force: bool = False, invite_codes: int = 0) -> dict:
+               ground_truth: list[str] | None = None, attention_checks: int = 3,
+               loudness: str = "bs1770", target_db: float = -23.0, title: str = "Listening test",
+               force: bool = False, invite_codes: int = 0, sample_rate: int | None = None,
+               padding_s: float = 0.25) -> dict:
     """Write out/test.json and out/audio/<test_id>/*.wav (and out/invite_codes.txt); returns the test dict.
     `seed` picks the sentences only; everything a rater could see is drawn from a fresh secret."""
     if loudness not in LOUDNESS:
         raise ValueError(f"loudness must be one of {sorted(LOUDNESS)}")
+    if sample_rate is not None and not 8000 <= sample_rate <= 96000:
+        raise ValueError("--sample-rate must be within 8000..96000")
     ground_truth = list(ground_truth or [])
     for g in ground_truth:
         if g not in systems:
@@ -179,23 +133,37 @@ def build_test(systems: dict[str, Path], out: Path, n: int = 20, mos: bool = Fal
         raise ValueError("the systems' folders have no ID.wav in common")
     rng = random.Random(seed)
     chosen = sorted(rng.sample(common, min(n, len(common)))) if n < len(common) else common
+
+    raw = {(name, sid): load_mono(systems[name] / f"{sid}.wav") for name in systems for sid in chosen}
+    input_rates = {name: sorted({raw[(name, sid)][1] for sid in chosen}) for name in systems}
+    sr = sample_rate or min(r for rates in input_rates.values() for r in rates)
+    speech = {key: trim_silence(resample(x, r, sr), sr) for key, (x, r) in raw.items()}
+    target = common_target(list(speech.values()), sr, loudness, target_db)
+    lead = int(round(padding_s * sr))
+    length = {sid: 2 * lead + max(len(speech[(name, sid)]) for name in systems) for sid in chosen}
+
     if held or (out / "test.json").exists():
         archive_previous(out)
     test_id = secrets.token_hex(8)
     audio_sub = f"audio/{test_id}"
     audio_dir = out / audio_sub
     audio_dir.mkdir(parents=True)
-
     audio: dict[str, dict] = {}
-    token_of: dict[tuple[str, str], str] = {}
-    # Shuffled (by the OS's randomness, not the seed) so file order and write times say nothing.
-    jobs = [(name, sid) for name in systems for sid in chosen]
-    random.SystemRandom().shuffle(jobs)
-    for name, sid in jobs:
+
+    def store(x: np.ndarray, total: int, entry: dict) -> str:
         tok = new_id()
-        info = normalise_file(systems[name] / f"{sid}.wav", audio_dir / f"{tok}.wav", loudness, target_db)
-        audio[tok] = {"file": f"{tok}.wav", "system": name, "sentence": sid, **info}
-        token_of[(name, sid)] = tok
+        level = gain_for(x, sr, loudness, target)
+        write_float(audio_dir / f"{tok}.wav", pad(x * 10 ** (level.gain_db / 20), lead, total), sr)
+        audio[tok] = {"file": f"{tok}.wav", **entry, "duration_s": round(max(total, 2 * lead + len(x)) / sr, 4),
+                      "speech_s": round(len(x) / sr, 4), "level_db": level.level_db, "gain_db": level.gain_db,
+                      "peak_limited": level.peak_limited}
+        return tok
+
+    token_of: dict[tuple[str, str], str] = {}
+    jobs = list(speech)
+    random.SystemRandom().shuffle(jobs)  # the OS's randomness, not the seed: file order says nothing
+    for name, sid in jobs:
+        token_of[(name, sid)] = store(speech[(name, sid)], length[sid], {"system": name, "sentence": sid})
 
     items: list[dict] = []
     names = list(systems)
@@ -208,22 +176,22 @@ def build_test(systems: dict[str, Path], out: Path, n: int = 20, mos: bool = Fal
             for sid in chosen:
                 items.append({"id": new_id(), "type": "mos", "sentence": sid, "system": name,
                               "ground_truth": name in ground_truth, "audio": [token_of[(name, sid)]]})
-
-    def prompt(text: str, beeps: int, rate_wpm: int) -> str:
-        tok = new_id()
-        info = make_attention_audio(audio_dir / f"{tok}.wav", text, beeps, rate_wpm)
-        audio[tok] = {"file": f"{tok}.wav", "system": None, "sentence": None, "attention": True, **info}
-        return tok
-
-    for k in range(attention_checks):  # A/B checks; the speaking rate differs so no two files are identical
-        yes = prompt("Attention check. Please choose this sample.", 3, 140 + 7 * k)
-        no = prompt("Attention check. Please do not choose this sample.", 0, 140 + 7 * k)
-        items.append({"id": new_id(), "type": "ab", "attention": True, "systems": [ATTENTION_YES, ATTENTION_NO],
-                      "expected": ATTENTION_YES, "audio": [yes, no]})
-    if mos and attention_checks:  # one MOS check per score; each rater gets `attention_checks` of them
+    for _ in range(attention_checks):  # audio drawn per rater at serve time (layout.page_sources)
+        items.append({"id": new_id(), "type": "ab", "attention": True, "check": "damaged", "expected": ATTENTION_YES,
+                      "systems": [ATTENTION_YES, ATTENTION_NO], "audio": []})
+    prompt_kinds = set()
+    if mos and attention_checks:
+        build_rng = random.Random(secrets.randbits(64))
+        lengths = sorted(set(length.values()))
         for score in range(1, 6):
-            tok = prompt(f"This is an attention check. Please select {NUMBER_WORDS[score]}.", score, 150)
-            items.append({"id": new_id(), "type": "mos", "attention": True, "expected": score, "audio": [tok]})
+            for _ in range(PROMPT_VARIANTS):
+                x, drawn = checks.spoken_prompt(score, build_rng, sr)
+                x = trim_silence(x, sr)
+                prompt_kinds.add(drawn["kind"])
+                # the length of a real sentence group it fits (then its size is a real clip's size)
+                total = next((L for L in lengths if L >= 2 * lead + len(x)), 2 * lead + len(x))
+                tok = store(x, total, {"system": None, "sentence": None, "attention": True})
+                items.append({"id": new_id(), "type": "mos", "attention": True, "expected": score, "audio": [tok]})
     random.SystemRandom().shuffle(items)  # test.json order says nothing either
 
     codes = [secrets.token_urlsafe(9) for _ in range(invite_codes)]
@@ -233,7 +201,14 @@ def build_test(systems: dict[str, Path], out: Path, n: int = 20, mos: bool = Fal
             "seed": seed, "created": time.time(), "systems": names, "ground_truth": ground_truth,
             "sentences": chosen, "attention_per_part": attention_checks, "audio_dir": audio_sub,
             "invite_hashes": sorted(hash_invite(c) for c in codes),
-            "normalisation": {"method": loudness, "target_db": target_db, "peak_limit_db": -1.0},
+            "normalisation": {"sample_rate": sr, "input_sample_rates": input_rates, "loudness": loudness,
+                              "target_db": target_db, "applied_target_db": round(target, 3),
+                              "peak_limit_db": -1.0, "padding_s": padding_s,
+                              "peak_limited_clips": sum(a["peak_limited"] for a in audio.values()),
+                              "trim": "frames under -65 dBFS and 45 dB below the loudest frame",
+                              "length": "one per sentence (every system padded to the longest)",
+                              "encoding": "16-bit PCM, TPDF dither drawn per rater, page and slot",
+                              "mos_checks": sorted(prompt_kinds)},
             "sources": {k: str(v) for k, v in systems.items()}, "audio": audio, "items": items}
     tmp = out / "test.json.tmp"
     tmp.write_text(json.dumps(test, indent=1))

@@ -6,9 +6,11 @@ Schema:
   answers(id INTEGER PRIMARY KEY, rater_id TEXT REFERENCES raters, item_id TEXT, item_type TEXT,
           position INTEGER, left_system TEXT, right_system TEXT, system TEXT, choice TEXT, preferred TEXT,
           score INTEGER, created_at REAL, UNIQUE(rater_id, item_id))
-  fetches(rater_id, audio_id, completed_at)      each complete download of a clip by a rater session
+  served(rater_id, clip_id, first_at)            when each of a rater's clips was first requested (the
+                                                 listening clock; the proof of download comes with the answer)
 A file belongs to one test: init_db refuses a file whose test_id differs (a rebuilt test must not be
-reported against the old answers, whose item ids would mean other systems).
+reported against the old answers, whose item ids would mean other systems), and any SQLite file that
+already holds tables but is not a results file (serving another app's database must not alter it).
 WAL + synchronous=NORMAL: a committed answer survives the server process being killed (SIGKILL);
 only an OS crash/power loss may lose the last transactions.
 """
@@ -30,12 +32,12 @@ CREATE TABLE IF NOT EXISTS raters (
     user_agent  TEXT,
     invite_hash TEXT UNIQUE
 );
-CREATE TABLE IF NOT EXISTS fetches (
-    rater_id     TEXT NOT NULL,
-    audio_id     TEXT NOT NULL,
-    completed_at REAL NOT NULL
+CREATE TABLE IF NOT EXISTS served (
+    rater_id TEXT NOT NULL,
+    clip_id  TEXT NOT NULL,
+    first_at REAL NOT NULL,
+    PRIMARY KEY (rater_id, clip_id)
 );
-CREATE INDEX IF NOT EXISTS fetches_rater ON fetches(rater_id, audio_id);
 CREATE TABLE IF NOT EXISTS answers (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     rater_id     TEXT NOT NULL REFERENCES raters(rater_id),
@@ -95,15 +97,24 @@ def check_test_id(path: Path | str, test_id: str) -> None:
 
 
 def init_db(path: Path | str, test_id: str) -> None:
-    """Create the schema and record test_id; refuse a file of another test."""
+    """Create the schema and record test_id; refuse a file of another test, or another app's database."""
     fresh = not Path(path).is_file() or Path(path).stat().st_size == 0
+    if not fresh:
+        con = connect(path)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as e:
+            raise WrongTestError(f"{path} is not an SQLite results file ({e})") from e
+        finally:
+            con.close()
+        if tables and "meta" not in tables:
+            raise WrongTestError(f"{path} is another application's database (tables: {', '.join(sorted(tables))}); "
+                                 "refusing to add the listening test's tables to it: use a new results file")
+        if tables:
+            check_test_id(path, test_id)
     con = connect(path, create=True)
     try:
         con.execute("PRAGMA journal_mode = WAL")
-        if not fresh and con.execute("SELECT 1 FROM sqlite_master WHERE name = 'answers'").fetchone():
-            con.close()
-            check_test_id(path, test_id)
-            con = connect(path)
         con.executescript(SCHEMA)
         con.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('test_id', ?)", (test_id,))
     finally:
@@ -126,16 +137,15 @@ def rater_of_invite(con: sqlite3.Connection, invite_hash: str) -> str | None:
     return None if row is None else row[0]
 
 
-def record_fetch(con: sqlite3.Connection, rater_id: str, audio_id: str, completed_at: float) -> None:
-    con.execute("INSERT INTO fetches(rater_id, audio_id, completed_at) VALUES (?, ?, ?)",
-                (rater_id, audio_id, completed_at))
+def record_served(con: sqlite3.Connection, rater_id: str, clip_id: str, at: float) -> None:
+    """Remember the first request of a rater's clip (later requests keep the first time)."""
+    con.execute("INSERT OR IGNORE INTO served(rater_id, clip_id, first_at) VALUES (?, ?, ?)", (rater_id, clip_id, at))
 
 
-def first_fetch(con: sqlite3.Connection, rater_id: str, audio_id: str) -> float | None:
-    """When this rater's session first finished downloading this clip (None: never)."""
-    row = con.execute("SELECT MIN(completed_at) FROM fetches WHERE rater_id = ? AND audio_id = ?",
-                      (rater_id, audio_id)).fetchone()
-    return row[0]
+def first_served(con: sqlite3.Connection, rater_id: str, clip_id: str) -> float | None:
+    """When this rater first requested this clip (None: never)."""
+    row = con.execute("SELECT first_at FROM served WHERE rater_id = ? AND clip_id = ?", (rater_id, clip_id)).fetchone()
+    return None if row is None else row[0]
 
 
 def rater_exists(con: sqlite3.Connection, rater_id: str) -> bool:
