@@ -1,6 +1,7 @@
-"""ONNX export of the default voice (tts.export) and what the ONNX engine needs around it: the manifest,
-a corrupt or stale export refused, the CLI without torch, the runtime choice, the benchmark commands.  The
-engine's behaviour and its parity with torch are tests/test_pipeline.py's (every test on both engines).
+"""ONNX export of the shipped voices (tts.export: the default parallel NAR and the block-wise NAR) and what the
+ONNX engine needs around it: the manifest, a corrupt, stale or old-format export refused, the CLI without torch,
+the runtime choice, the benchmark commands.  The engine's behaviour and its parity with torch are
+tests/test_pipeline.py's (every test on both engines, block mode and streaming included).
 """
 
 import json
@@ -50,7 +51,7 @@ def test_render_matches_torch(exported: Path):
         params = voc.frame_params(mel)
         f0, voiced = voc.decode(params)
         expected = voc._render_whole(params, f0, voiced).numpy()
-    syn = Synthesis(**read_manifest(exported)["vocoder"])
+    syn = Synthesis(**read_manifest(exported)["vocoder"]["synthesis"])
     assert syn == voc.synthesis
     t = f0.shape[1]
     got, _ = render(RenderInput(f0.numpy(), voiced.numpy(), params.harmonic_cepstrum.numpy(), params.noise_cepstrum.numpy(),
@@ -59,15 +60,44 @@ def test_render_matches_torch(exported: Path):
 
 
 def test_manifest_describes_the_export(exported: Path):
+    """Self-describing: each voice's decoding, controls (its checkpoint's own), frontend, source hash and graphs;
+    one vocoder; the noise table stored once for every graph that reads it."""
     manifest = read_manifest(exported)
-    nar = shipped_checkpoint("nar")
-    assert manifest["sources"]["acoustic"]["sha256"] == sha256_file(nar)
-    # the voice's own controls, copied from the checkpoint (the ONNX engine's defaults)
-    assert manifest["controls"] == checkpoint.load(nar).model.inference_spec().defaults
-    assert OnnxEngine.load(exported).defaults == TorchEngine.from_paths(nar, "source-filter").defaults
-    assert manifest["frontend"]["symbols"] and manifest["mel_config"]["n_mels"] == 80
+    assert manifest["default_voice"] == "nar" and set(manifest["voices"]) == {"nar", "nar_block"}
+    for name, decoding, parts in (("nar", "parallel", {"acoustic"}), ("nar_block", "block", {"front", "block", "refine"})):
+        voice, path = manifest["voices"][name], shipped_checkpoint(name)
+        assert voice["decoding"] == decoding and set(voice["graphs"]) == parts
+        assert manifest["sources"][voice["source"]]["sha256"] == sha256_file(path)
+        # the voice's own controls, copied from the checkpoint (the ONNX engine's defaults)
+        assert voice["controls"] == checkpoint.load(path).model.inference_spec().defaults
+        assert OnnxEngine.load(exported, voice=name).defaults == TorchEngine.from_paths(path, "source-filter").defaults
+        assert voice["frontend"]["symbols"] and export_is_current(exported, name)
+    assert manifest["voices"]["nar_block"]["controls"]["block_frames"] > 0
+    assert manifest["mel_config"]["n_mels"] == 80
     assert all((exported / g["file"]).is_file() for g in manifest["graphs"].values())
-    assert export_is_current(exported)
+    assert export_is_current(exported) and not export_is_current(exported, "no_such_voice")
+    # the 4.2 MB noise table: one file, read by the two graphs that draw start noise, in none of the graphs
+    [table] = manifest["external_data"]
+    readers = {name for name, g in manifest["graphs"].items() if table in g.get("external_data", [])}
+    assert readers == {"nar.acoustic", "nar_block.refine"}
+    assert (exported / table).stat().st_size == 4 * 2**20
+    assert all((exported / g["file"]).stat().st_size < 16e6 for g in manifest["graphs"].values())
+    # the weights are stored as the checkpoints' float16 values (exact), so two voices fit in 37 MB
+    total = sum(f.stat().st_size for f in exported.iterdir())
+    assert total < 37e6, total
+
+
+def test_an_old_export_format_is_refused_with_the_command(exported: Path, tmp_path: Path):
+    old = tmp_path / "old"
+    shutil.copytree(exported, old)
+    manifest = json.loads((old / MANIFEST).read_text())
+    manifest["format"] = "tts-onnx-v2"
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(OnnxExportError, match="format 'tts-onnx-v2'.*reads tts-onnx-v3.*python -m tts.export"):
+        OnnxEngine.load(old)
+    assert not export_is_current(old)  # the CLI's auto then takes torch
+    with pytest.raises(ValueError, match="no voice 'nar_fast'.*nar, nar_block"):
+        OnnxEngine.load(exported, voice="nar_fast")
 
 
 def test_the_refiner_steps_run_inside_the_graph(exported: Path):
@@ -82,7 +112,7 @@ def test_the_refiner_steps_run_inside_the_graph(exported: Path):
     assert np.abs(k5[0] - k5[1]).max() > 1e-2 and np.abs(k5[0] - k0[0]).max() > 1e-2
     import onnx
 
-    ops = {n.op_type for n in onnx.load(str(exported / "acoustic.onnx")).graph.node}
+    ops = {n.op_type for n in onnx.load(str(exported / "nar.acoustic.onnx"), load_external_data=False).graph.node}
     assert "Loop" in ops
 
 
@@ -91,7 +121,7 @@ def test_missing_or_corrupt_export_is_a_clear_error(exported: Path, tmp_path: Pa
         OnnxEngine.load(tmp_path / "nowhere")
     broken = tmp_path / "broken"
     shutil.copytree(exported, broken)
-    graph = broken / "acoustic.onnx"
+    graph = broken / "nar.acoustic.onnx"
     data = bytearray(graph.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte inside the weights
     graph.write_bytes(bytes(data))
@@ -99,6 +129,14 @@ def test_missing_or_corrupt_export_is_a_clear_error(exported: Path, tmp_path: Pa
         OnnxEngine.load(broken)
     graph.write_bytes(b"not an onnx file")
     with pytest.raises(OnnxExportError, match="cannot be loaded"):
+        OnnxEngine.load(broken, verify=False)
+    shutil.copy(exported / graph.name, graph)
+    table = broken / "noise_table.f32"
+    table.write_bytes(table.read_bytes()[:-4] + b"\0\0\0\0")  # the graphs' shared noise table
+    with pytest.raises(OnnxExportError, match="noise_table.f32 does not match its manifest hash"):
+        OnnxEngine.load(broken, voice="nar_block")
+    table.unlink()
+    with pytest.raises(OnnxExportError, match="noise_table.f32 is missing"):
         OnnxEngine.load(broken, verify=False)
     (broken / MANIFEST).write_text("{ truncated")
     with pytest.raises(OnnxExportError, match="corrupt"):
@@ -113,12 +151,12 @@ def test_a_stale_export_is_detected(exported: Path, tmp_path: Path):
     stale = tmp_path / "stale"
     shutil.copytree(exported, stale)
     manifest = json.loads((stale / MANIFEST).read_text())
-    manifest["sources"]["acoustic"]["mtime_ns"] = 1  # another file time (a checkout): same bytes, still current
+    manifest["sources"]["nar"]["mtime_ns"] = 1  # another file time (a checkout): same bytes, still current
     (stale / MANIFEST).write_text(json.dumps(manifest))
     assert export_is_current(stale)
-    manifest["sources"]["acoustic"]["sha256"] = "0" * 64  # as if nar.pt had been re-released since
+    manifest["sources"]["nar"]["sha256"] = "0" * 64  # as if nar.pt had been re-released since
     (stale / MANIFEST).write_text(json.dumps(manifest))
-    assert not export_is_current(stale)
+    assert not export_is_current(stale) and export_is_current(stale, "nar_block")  # each voice on its own
 
 
 def test_the_onnx_cli_runs_without_torch(exported: Path, tmp_path: Path):

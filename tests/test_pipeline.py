@@ -2,7 +2,8 @@
 
 The voice is the shipped default (checkpoints/nar.pt + the source-filter vocoder) with its frame guard
 lowered to GUARD_FRAMES (an inference-only setting), so that an ordinary long sentence exercises the
-pipeline's repair; the ONNX engine runs this voice's export, made once per module.
+pipeline's repair; the ONNX engine runs this voice's export, made once per module.  The block-wise voice
+(checkpoints/nar_block.pt) runs block mode and streaming on both engines (its own export).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from tts.errors import SynthesisError
 from tts.runtime import Controls, Pipeline
 from tts.runtime.pipeline import STREAM_TOLERANCE
 from tts.runtime.release import shipped_checkpoint
-from tts.runtime.torch_engine import TorchEngine
+from tts.noise import item_noise_seed
+from tts.runtime.torch_engine import TorchEngine, pad_tokens
 
 ENGINES = ("torch", "onnx")
 GUARD_FRAMES = 300  # ~3.5 s: a normal sentence passes, LONG is cut by the guard and spoken in parts
@@ -155,3 +157,112 @@ def test_non_finite_audio_is_an_error_on_both_engines(tmp_path: Path):
             pipeline.synthesize("Hello world.")
         with pytest.raises(SynthesisError, match="non-finite"):
             list(pipeline.stream("Hello world."))
+
+
+# --- the block-wise voice (checkpoints/nar_block.pt) on both engines: block mode and streaming ------------------
+BLOCK_TEXT = "The quick brown fox jumps over the lazy dog, twice. Streaming starts before the end!"
+# The real block-wise model's streamed audio vs its whole synthesis (either engine) and torch's vs ONNX's: the
+# mels differ by float rounding (windows and blocks reorder sums: <= 6e-6 measured), which the vocoder keeps
+# within STREAM_TOLERANCE except where a voicing / F0 decision sits on its threshold and flips: one stretch of
+# 98-252 samples, up to 7e-3 (measured on 4 seeds x 4 controls: torch's own stream vs synthesize flips so in 5
+# of 16 runs, as before the ONNX block voice existed; STREAM_TOLERANCE itself was measured on a tiny model).
+FLIP_SAMPLES = 2 * 256  # two mel frames of samples
+
+
+def assert_same_audio(a: np.ndarray, b: np.ndarray, what: str) -> None:
+    """Same length; every sample within STREAM_TOLERANCE but at most FLIP_SAMPLES (one decision flip), and
+    the whole within WAVE_REL_RMS_CONTROLLED."""
+    assert a.shape == b.shape, what
+    beyond = int((np.abs(a - b) > STREAM_TOLERANCE).sum())
+    assert beyond <= FLIP_SAMPLES and rel_rms(a, b) <= WAVE_REL_RMS_CONTROLLED, (what, beyond, rel_rms(a, b))
+
+
+@pytest.fixture(scope="module")
+def block_pipelines(tmp_path_factory) -> dict[str, Pipeline]:
+    torch.set_num_threads(1)
+    return pipelines_for(shipped_checkpoint("nar_block"), tmp_path_factory.mktemp("block_voice"))
+
+
+@pytest.fixture(params=ENGINES)
+def block_pipeline(request, block_pipelines) -> Pipeline:
+    return block_pipelines[request.param]
+
+
+def test_the_block_voice_declares_block_mode_and_streams_as_it_synthesizes(block_pipeline: Pipeline):
+    """Both engines: block mode and streaming declared; streamed audio == synthesized audio (assert_same_audio)
+    at the voice's block size, another one, one whole block, and K = 0."""
+    caps = block_pipeline.capabilities
+    assert caps.block_mode and caps.streaming and not caps.autoregressive
+    block = checkpoint.load(shipped_checkpoint("nar_block")).model
+    assert block_pipeline.engine.defaults.block_frames == block.block_frames > 0
+    for given in ({}, {"block_frames": 5}, {"block_frames": 0}, {"refine_steps": 0}):
+        c = block_pipeline.controls(seed=3, **given)
+        whole = block_pipeline.synthesize(BLOCK_TEXT, c, batch_size=1).wave
+        streamed = np.concatenate(list(block_pipeline.stream(BLOCK_TEXT, c)))
+        assert_same_audio(streamed, whole, str(given))
+    other = block_pipeline.stream(BLOCK_TEXT, block_pipeline.controls(seed=4))  # the check sees a seed's audio
+    assert rel_rms(np.concatenate(list(other)), whole) > 0.1
+
+
+def test_the_engines_agree_in_block_mode(block_pipelines: dict[str, Pipeline]):
+    """Torch vs ONNX block-wise: a padded batch's mels within MEL_ATOL at several block sizes and controls (the
+    cache, the prenet feedback and the whole-utterance refiner of FastSpeech2.infer(block_frames=B))."""
+    t, o = block_pipelines["torch"], block_pipelines["onnx"]
+    ids = [t.engine.encode(s) for s in ("Hello world.", "The quick brown fox jumps over the lazy dog, twice.")]
+    for given in ({}, {"block_frames": 1}, {"block_frames": 7}, {"block_frames": 0}, {"refine_steps": 0},
+                  {"refine_steps": 3, "temperature": 1.0, "block_frames": 32}, {"speed": 1.3, "pitch_shift": 2.0}):
+        c = t.controls(seed=7, **given)
+        a, b = t.engine.mels(ids, [0, 1], c), o.engine.mels(ids, [0, 1], c)
+        np.testing.assert_array_equal(a.lengths, b.lengths)
+        assert a.refine_steps_taken == b.refine_steps_taken and not b.truncated.any()
+        for k, n in enumerate(a.lengths):
+            np.testing.assert_allclose(b.mels[k, :, :n], a.mels[k, :, :n].numpy(), rtol=0, atol=MEL_ATOL, err_msg=str(given))
+
+
+def test_the_engines_stream_the_same_audio_block_by_block(block_pipelines: dict[str, Pipeline]):
+    """Torch vs ONNX streaming: the same mel chunks (the block decoder's cache and the refiner's windows, written
+    once: tts.models.refine_windows) within MEL_ATOL, the same pieces, and the same audio (assert_same_audio:
+    measured, 9 of 12 seed x block-size runs within STREAM_TOLERANCE everywhere, 3 with one flip of 98-138
+    samples up to 7e-3)."""
+    t, o = block_pipelines["torch"], block_pipelines["onnx"]
+    ids = t.engine.encode(BLOCK_TEXT.split("! ")[0] + "!")
+    for seed, bf in ((5, 16), (1, 8), (2, 32)):
+        c = t.controls(seed=seed, block_frames=bf)
+        with torch.inference_mode():
+            plan = t.engine.model.prepare(*pad_tokens([ids]))
+            ref = [chunk.mels[0].numpy() for chunk in t.engine.model.stream_mels(
+                plan, bf, c.refine_steps, c.temperature, noise_seeds=[item_noise_seed(seed, 0)])]
+        got = [m[0] for m in o.engine.blocks.stream_mels(o.engine.blocks.plan([ids], c), 0, c)]
+        assert [m.shape for m in got] == [m.shape for m in ref] and len(got) > 3
+        np.testing.assert_allclose(np.concatenate(got, 1), np.concatenate(ref, 1), rtol=0, atol=MEL_ATOL)
+        pieces = {name: list(p.stream(BLOCK_TEXT, c)) for name, p in block_pipelines.items()}
+        assert [x.size for x in pieces["torch"]] == [x.size for x in pieces["onnx"]]
+        assert_same_audio(np.concatenate(pieces["torch"]), np.concatenate(pieces["onnx"]), f"seed {seed}, B {bf}")
+
+
+def test_onnx_streaming_gives_first_audio_after_the_first_blocks(block_pipelines: dict[str, Pipeline]):
+    """The first streamed audio comes once the refiner's and the vocoder's look-ahead past the first block is
+    decoded (a bounded number of blocks), long before the last block of a long part."""
+    engine = block_pipelines["onnx"].engine
+    runs: list[int] = []
+    block_graph = engine.sessions["block"]
+
+    class Counting:  # the block graph, counting its runs
+        def run(self, *args):
+            runs.append(1)
+            return block_graph.run(*args)
+
+    c = engine.defaults.replace(seed=1, block_frames=8)
+    ids = engine.encode(LONG.split(",")[0] + ", " + LONG.split(",")[0].lower() + ".")
+    frames = int(engine.mels([ids], [0], c).lengths[0])
+    engine.sessions["block"] = Counting()
+    try:
+        pieces = engine.stream_part(ids, 0, c)
+        first = next(p for p in pieces if p.wave.size)
+        at_first = len(runs)
+        rest = [p.wave for p in pieces]
+    finally:
+        engine.sessions["block"] = block_graph
+    blocks = -(-frames // 8)
+    assert at_first < blocks / 3 and len(runs) == blocks, (at_first, blocks)
+    assert first.wave.size + sum(x.size for x in rest) == frames * 256

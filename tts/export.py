@@ -1,29 +1,45 @@
-"""ONNX export of the default voice: `python -m tts.export --out DIR`.
+"""ONNX export of the shipped voices: `python -m tts.export --out DIR`.
 
-Writes the shipped default acoustic model (checkpoints/default.json: the NAR with its flow-matching
-refiner) and the default vocoder (the source-filter vocoder) as two ONNX graphs plus `manifest.json`,
-which `tts.runtime.onnx_engine.OnnxEngine` runs with onnxruntime (no torch):
+Writes the shipped default acoustic model (checkpoints/default.json: the NAR with its flow-matching refiner),
+the shipped block-wise NAR (checkpoints/nar_block.pt) and the default vocoder (the source-filter vocoder) as
+ONNX graphs plus `manifest.json` (format tts-onnx-v3), which `tts.runtime.onnx_engine.OnnxEngine` runs with
+onnxruntime (no torch).  A voice is named by its checkpoint's stem; `--checkpoint` (repeatable) exports others.
 
-    acoustic.onnx   tokens [B, L] int64, token_lengths [B] int64, speed [] float, pitch_shift [] float,
+A parallel voice, ONE graph:
+    VOICE.acoustic  tokens [B, L] int64, token_lengths [B] int64, speed [] float, pitch_shift [] float,
                     temperature [] float, refine_steps [] int64, noise_offsets [B] int64
                     -> mels [B, M, T] raw log-mel (padding = the model's pad value), mel_lengths [B] int64,
                        truncated [B] bool
+A block-wise voice, three graphs the engine strings together block by block (tts.runtime.onnx_blocks):
+    VOICE.front     tokens, token_lengths, speed, pitch_shift -> frames [B, T, D], frame_mask [B, T],
+                    mel_lengths [B], truncated [B]
+    VOICE.block     frames [B, n, D], mask [B, n], start [] int64, the cache (tts.models.blockwise.BlockState:
+                    prev_mel, keys, values, key_mask, conv1, conv2) -> cond [B, D, n], coarse [B, M, n],
+                    next_<cache>
+    VOICE.refine    coarse [B, M, w], cond [B, D, w], frame_mask [B, w], noise_offsets [B], first_frame [] int64,
+                    temperature [], refine_steps [] -> mels [B, M, w] raw log-mel
+and for every voice
     vocoder.onnx    mel [B, M, T] raw log-mel -> f0 [B, T] Hz, voiced [B, T] 0/1,
                     harmonic_cepstrum [B, T, Lh], noise_cepstrum [B, T, Ln]
 
-The acoustic graph is the model's own inference maths, traced and scripted, not re-written: the encoder
-and variance adaptor, `durations_from_log`, the length regulator (`clip_durations`, `expand_frames`), the
-decoder, the refiner's start noise (`gather_noise` from tts.noise's table, which the graph carries) and its
-sampling loop (`EulerLoop`, scripted into one ONNX Loop over K = refine_steps), and `denormalise_mel`.
-The controls and the noise offsets (tts.noise.item_noise_seed of the run's seed and each item's index) are
-inputs, so the ONNX engine computes nothing of the model.  The vocoder graph is the network and its F0 /
-voicing decoding; the DSP render (oscillator, filters, overlap-add) is tts.vocoder.render, the one render
-the torch vocoder trains and speaks with, run on numpy.
+The graphs are the models' own inference maths, traced and scripted, not re-written: the encoder and variance
+adaptor, `durations_from_log`, the length regulator (`clip_durations`, `expand_frames`), the decoder (parallel,
+or one block of it: `BlockStep`), the refiner's start noise (`gather_noise` from tts.noise's table) and its
+sampling loop (`EulerLoop`, scripted into one ONNX Loop over K = refine_steps), and `denormalise_mel`.  The
+controls and the noise offsets (tts.noise.item_noise_seed of the run's seed and each item's index) are inputs,
+so the ONNX engine computes nothing of the model.  The vocoder graph is the network and its F0 / voicing
+decoding; the DSP render (oscillator, filters, overlap-add) is tts.vocoder.render, the one render the torch
+vocoder trains and speaks with, run on numpy.
 
-The manifest records what a runtime needs and nothing it could get wrong silently: the mel config, the
-text frontend (symbol table, length limit), the voice's default controls (the checkpoint's own), the DSP
-settings, the sha256 of each source checkpoint (so a stale export is detected) and of each graph (so a
-corrupt one is refused).
+Size: the checkpoints hold float16 weights; a graph stores each float32 weight that float16 holds exactly as
+float16 plus a Cast (`_store_exact_halves`: the same values, half the bytes), and the refiner's 4.2 MB noise table
+is one external-data file that every graph drawing noise reads (`_share_noise_table`).  Both voices and the
+vocoder: 36.3 MB (the default voice alone was 37.8 MB before).
+
+The manifest records what a runtime needs and nothing it could get wrong silently: the mel config, per voice
+its decoding, text frontend (symbol table, length limit), default controls (the checkpoint's own) and graphs,
+the DSP settings, the sha256 of each source checkpoint (so a stale export is detected) and of each graph and
+data file (so a corrupt one is refused).
 """
 
 from __future__ import annotations
@@ -34,7 +50,7 @@ import hashlib
 import json
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +62,8 @@ from tts.models.layers.length_regulator import clip_durations, durations_from_lo
 from tts.models.nonautoregressive import denormalise_mel
 from tts.models.refiner import gather_noise, start_point
 # the engine's (torch-free) names of what it reads
-from tts.runtime.onnx_engine import ACOUSTIC_INPUTS, FORMAT, GRAPHS, MANIFEST
+from tts.runtime.onnx_blocks import FRONT_INPUTS, REFINE_INPUTS
+from tts.runtime.onnx_engine import ACOUSTIC_INPUTS, FORMAT, MANIFEST
 
 OPSET = 17
 
@@ -94,23 +111,18 @@ class _Decoder(nn.Module):
         return coarse, hidden.transpose(1, 2)
 
 
-class AcousticGraph(nn.Module):
-    """FastSpeech2.infer (parallel decoding, no early stop) as one scriptable module over traced parts."""
+class RegulatedFront(nn.Module):
+    """The parallel part of FastSpeech2's inference (`FastSpeech2.prepare`'s maths): the traced encoder and
+    variance adaptor, then `durations_from_log` and the length regulator (`clip_durations`, `expand_frames`)
+    -> (frames [B, T, D], frame_mask [B, T] bool, mel_lengths [B], truncated [B] bool), T >= 1."""
 
-    def __init__(self, front: nn.Module, decoder: nn.Module, loop: nn.Module, table: torch.Tensor,
-                 mel_mean: torch.Tensor, mel_std: torch.Tensor, pad_value: float, sigma: float, min_frames: int,
-                 max_frames: int, n_mels: int) -> None:
+    def __init__(self, front: nn.Module, min_frames: int, max_frames: int) -> None:
         super().__init__()
-        self.front, self.decoder, self.loop = front, decoder, loop
-        self.register_buffer("table", table)
-        self.register_buffer("mel_mean", mel_mean)
-        self.register_buffer("mel_std", mel_std)
-        self.pad_value, self.sigma, self.n_mels = pad_value, sigma, n_mels
+        self.front = front
         self.min_frames, self.max_frames = min_frames, max_frames
 
     def forward(self, tokens: torch.Tensor, token_lengths: torch.Tensor, speed: torch.Tensor,
-                pitch_shift: torch.Tensor, temperature: torch.Tensor, refine_steps: torch.Tensor,
-                noise_offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                pitch_shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         hidden, log_d, token_mask = self.front(tokens, token_lengths, pitch_shift)
         d = durations_from_log(log_d, token_mask, float(speed), self.min_frames)
         d, truncated = clip_durations(d, self.max_frames)
@@ -118,14 +130,67 @@ class AcousticGraph(nn.Module):
         n = max(int(lengths.max()), 1)
         frames, _ = expand_frames(hidden, d, n)
         frame_mask = torch.arange(n, device=tokens.device)[None, :] < lengths[:, None]  # [B, T]
-        coarse, cond = self.decoder(frames, frame_mask)
+        return frames, frame_mask, lengths, truncated
+
+
+class Refine(nn.Module):
+    """FlowMatchingRefiner.sample (no early stop) + denormalisation on frames [first_frame, first_frame + w) of
+    the items: the start noise gathered at those frames (`gather_noise` from tts.noise's table, which the graph
+    carries), `start_point`, the sampling loop (`EulerLoop`, scripted into one ONNX Loop over K) and
+    `denormalise_mel`.  coarse [B, M, w] normalised, cond [B, C, w], frame_mask [B, w] -> raw log-mel [B, M, w].
+    A whole utterance is the window from frame 0; the block-wise voice refines windows of it
+    (tts.models.refine_windows), which gives the same frames (the noise is a function of the absolute frame)."""
+
+    def __init__(self, loop: nn.Module, table: torch.Tensor, mel_mean: torch.Tensor, mel_std: torch.Tensor,
+                 pad_value: float, sigma: float, n_mels: int) -> None:
+        super().__init__()
+        self.loop = loop
+        self.register_buffer("table", table)
+        self.register_buffer("mel_mean", mel_mean)
+        self.register_buffer("mel_std", mel_std)
+        self.pad_value, self.sigma, self.n_mels = pad_value, sigma, n_mels
+
+    def forward(self, coarse: torch.Tensor, cond: torch.Tensor, frame_mask: torch.Tensor, noise_offsets: torch.Tensor,
+                first_frame: torch.Tensor, temperature: torch.Tensor, refine_steps: torch.Tensor) -> torch.Tensor:
         m = frame_mask[:, None, :].to(coarse.dtype)
         steps = int(refine_steps)
         # K = 0 is the coarse mel exactly (FlowMatchingRefiner.sample): no noise then
         temp = float(temperature) * float(min(steps, 1))
-        x0 = start_point(coarse, gather_noise(self.table, noise_offsets, self.n_mels, n), m, temp, self.sigma)
+        # table offset of frame first_frame: gather_noise reads offset + t * n_mels + m
+        eps = gather_noise(self.table, noise_offsets + first_frame * self.n_mels, self.n_mels, coarse.shape[2])
+        x0 = start_point(coarse, eps, m, temp, self.sigma)
         x, _ = self.loop(x0, torch.cat([cond, coarse * m], dim=1), m, steps)  # == FlowMatchingRefiner.condition
-        return denormalise_mel(x, frame_mask, self.mel_mean, self.mel_std, self.pad_value), lengths, truncated
+        return denormalise_mel(x, frame_mask, self.mel_mean, self.mel_std, self.pad_value)
+
+
+class AcousticGraph(nn.Module):
+    """FastSpeech2.infer (parallel decoding, no early stop) as one scriptable module over traced parts."""
+
+    def __init__(self, front: RegulatedFront, decoder: nn.Module, refine: Refine) -> None:
+        super().__init__()
+        self.front, self.decoder, self.refine = front, decoder, refine
+
+    def forward(self, tokens: torch.Tensor, token_lengths: torch.Tensor, speed: torch.Tensor,
+                pitch_shift: torch.Tensor, temperature: torch.Tensor, refine_steps: torch.Tensor,
+                noise_offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        frames, frame_mask, lengths, truncated = self.front(tokens, token_lengths, speed, pitch_shift)
+        coarse, cond = self.decoder(frames, frame_mask)
+        first = torch.zeros((), dtype=torch.long, device=tokens.device)
+        return self.refine(coarse, cond, frame_mask, noise_offsets, first, temperature, refine_steps), lengths, truncated
+
+
+class BlockGraph(nn.Module):
+    """tts.models.blockwise.BlockStep (one block of the block-wise decoder with its cache) with the refiner's
+    condition transposed as the refine graph takes it: (frames [B, n, D], mask [B, n], start [], *BlockState)
+    -> (cond [B, D, n], coarse [B, M, n] normalised, *next BlockState)."""
+
+    def __init__(self, step: nn.Module) -> None:
+        super().__init__()
+        self.step = step
+
+    def forward(self, frames: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, *state: torch.Tensor):
+        hidden, coarse, next_state = self.step(frames, mask, start, *state)
+        return (hidden.transpose(1, 2), coarse, *next_state)
 
 
 class VocoderFrames(nn.Module):
@@ -197,6 +262,50 @@ def _export_graph(module: nn.Module, args: tuple, path: Path, inputs: list[str],
                       dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
     _ort_optimised(raw, path)
     raw.unlink()
+    _store_exact_halves(path)
+
+
+# How the graphs store their weights (recorded in the manifest): the checkpoints hold float16 weights, which the
+# models compute with in float32, so most float32 initializers of a graph are float16 values exactly.
+WEIGHT_STORAGE = "float16 where exact, cast to float32 at load"
+_MIN_HALVED = 1024  # values: smaller initializers (shapes, scalars) are not worth a Cast node
+
+
+def _store_exact_halves(path: Path) -> None:
+    """Rewrite, in place, every float32 initializer of `path` (>= _MIN_HALVED values, in the main graph and in
+    Loop bodies) that float16 represents exactly as a float16 initializer plus a Cast back to float32: the
+    same values (so the same results, bit for bit) in half the bytes.  onnxruntime folds the Casts into float32
+    initializers when it loads the graph (constant folding), so a run computes exactly as before."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.load(str(path))
+
+    def halve(graph: onnx.GraphProto) -> None:
+        kept, casts = [], []
+        for init in graph.initializer:
+            if init.data_type == TensorProto.FLOAT and int(np.prod(init.dims)) >= _MIN_HALVED:
+                values = numpy_helper.to_array(init)
+                half = values.astype(np.float16)
+                if np.array_equal(half.astype(np.float32), values):
+                    kept.append(numpy_helper.from_array(half, f"{init.name}.float16"))
+                    casts.append(helper.make_node("Cast", [f"{init.name}.float16"], [init.name], to=TensorProto.FLOAT))
+                    continue
+            kept.append(init)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    halve(attr.g)
+        if casts:
+            del graph.initializer[:]
+            graph.initializer.extend(kept)
+            nodes = casts + list(graph.node)
+            del graph.node[:]
+            graph.node.extend(nodes)
+
+    halve(model.graph)
+    onnx.save(model, str(path))
 
 
 def _ort_optimised(src: Path, dst: Path) -> None:
@@ -211,82 +320,234 @@ def _ort_optimised(src: Path, dst: Path) -> None:
     ort.InferenceSession(str(src), options, providers=["CPUExecutionProvider"])
 
 
-def acoustic_graph(model: nn.Module) -> torch.jit.ScriptModule:
-    """The NAR's inference as one scripted module: traced encoder/variance, decoder and velocity network,
-    glued by the model's own scriptable functions (length regulation, noise, the Euler loop)."""
+@dataclass
+class GraphSpec:
+    """One graph to export: the module, example inputs to trace / export it with, and its named I/O."""
+
+    module: nn.Module
+    args: tuple
+    inputs: list[str]
+    outputs: list[str]
+    dynamic: dict[str, dict[int, str]]
+
+
+_TOKENS = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 0, 0, 0, 0]])  # [B, L] example batch, padded
+_TOKEN_LENGTHS = torch.tensor([7, 3])
+_CONTROLS = (torch.tensor(1.0), torch.tensor(0.0))  # speed, pitch_shift
+_REFINE_CONTROLS = (torch.tensor(0.667), torch.tensor(2))  # temperature, refine_steps
+
+
+def _scripted_parts(model: nn.Module) -> tuple[RegulatedFront, Refine]:
+    """The front (traced encoder/variance + scripted length regulation) and the refiner (traced velocity network
+    in the scripted Euler loop), shared by both kinds of voice."""
     from tts.models.refiner import EulerLoop, noise_table
 
-    d, m = model.mel_proj.in_features, model.n_mels
-    tokens = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 0, 0, 0, 0]])
-    lengths = torch.tensor([7, 3])
+    d, m, t = model.mel_proj.in_features, model.n_mels, 23
+    mask = (torch.arange(t)[None, :] < torch.tensor([t, 15])[:, None])[:, None, :].float()  # [B, 1, T]
+    # traced with a non-zero shift so that the shift's addition is in the graph (adding 0.0 is exact)
+    front = torch.jit.trace(_Front(model), (_TOKENS, _TOKEN_LENGTHS, torch.tensor(0.5)))
+    net = torch.jit.trace(model.refiner.net, (torch.randn(2, m, t), torch.tensor([0.0, 0.5]), torch.randn(2, d + m, t), mask))
+    refine = Refine(EulerLoop(net), noise_table(), model.mel_mean.float(), model.mel_std.float(),
+                    float(model.mel_pad_value), float(model.refiner.sigma), m)
+    return RegulatedFront(front, int(model.min_token_frames), int(model.max_frames)), refine
+
+
+def acoustic_graph(model: nn.Module) -> torch.jit.ScriptModule:
+    """The parallel NAR's inference as one scripted module: traced encoder/variance, decoder and velocity
+    network, glued by the model's own scriptable functions (length regulation, noise, the Euler loop)."""
+    front, refine = _scripted_parts(model)
     t = 23
     frame_mask = torch.arange(t)[None, :] < torch.tensor([t, 15])[:, None]
-    mask = frame_mask[:, None, :].float()
-    # traced with a non-zero shift so that the shift's addition is in the graph (adding 0.0 is exact)
-    front = torch.jit.trace(_Front(model), (tokens, lengths, torch.tensor(0.5)))
-    decoder = torch.jit.trace(_Decoder(model), (torch.randn(2, t, d), frame_mask))
-    net = torch.jit.trace(model.refiner.net, (torch.randn(2, m, t), torch.tensor([0.0, 0.5]), torch.randn(2, d + m, t), mask))
-    graph = AcousticGraph(front, decoder, EulerLoop(net), noise_table(), model.mel_mean.float(), model.mel_std.float(),
-                          float(model.mel_pad_value), float(model.refiner.sigma), int(model.min_token_frames),
-                          int(model.max_frames), m)
-    return torch.jit.script(graph)
+    decoder = torch.jit.trace(_Decoder(model), (torch.randn(2, t, model.mel_proj.in_features), frame_mask))
+    return torch.jit.script(AcousticGraph(front, decoder, refine))
 
 
-def export(out_dir: str | Path, acoustic: str | Path | None = None, vocoder: str | None = None) -> ExportResult:
-    """Export the default voice (or the given acoustic checkpoint and source-filter vocoder) into `out_dir`;
-    returns the manifest written there."""
+def parallel_graphs(model: nn.Module) -> dict[str, GraphSpec]:
+    """A parallel voice: ONE acoustic graph (tokens and controls -> mels)."""
+    return {"acoustic": GraphSpec(
+        acoustic_graph(model), (_TOKENS, _TOKEN_LENGTHS, *_CONTROLS, *_REFINE_CONTROLS, torch.tensor([123, 4567])),
+        list(ACOUSTIC_INPUTS), ["mels", "mel_lengths", "truncated"],
+        {"tokens": {0: "B", 1: "L"}, "token_lengths": {0: "B"}, "noise_offsets": {0: "B"},
+         "mels": {0: "B", 2: "T"}, "mel_lengths": {0: "B"}, "truncated": {0: "B"}})}
+
+
+def block_graphs(model: nn.Module) -> dict[str, GraphSpec]:
+    """A block-mode voice: three graphs that the engine strings together block by block (tts.runtime.onnx_blocks):
+    front (tokens -> regulated frames), block (one decoder block with its cache: BlockStep) and refine (a window
+    of coarse frames -> raw mel: Refine)."""
+    from tts.models.blockwise import BLOCK_STATE, BlockStep
+
+    front, refine = _scripted_parts(model)
+    d, m = model.mel_proj.in_features, model.n_mels
+    step = BlockStep(model.decoder, model.mel_proj, model.block_prenet, int(model.block_past_frames)).eval()
+    # traced on a block of n = 5 frames at start 16 after a cache of P' = 7 frames: every size distinct, so that
+    # none is mistaken for another (the graph is general in B, n and P')
+    b, n, past = 2, 5, 7
+    mask = torch.arange(n)[None, :] < torch.tensor([n, 3])[:, None]
+    state = step.initial_state(b, torch.zeros(()))
+    state = state._replace(prev_mel=torch.randn_like(state.prev_mel), keys=torch.randn(*state.keys.shape[:3], past, state.keys.shape[4]),
+                           values=torch.randn(*state.values.shape[:3], past, state.values.shape[4]),
+                           key_mask=torch.arange(past)[None, :] < torch.tensor([past, 4])[:, None],
+                           conv1=torch.randn_like(state.conv1), conv2=torch.randn_like(state.conv2))
+    block_args = (torch.randn(b, n, d), mask, torch.tensor(16), *state)
+    state_axes = {"prev_mel": {0: "B"}, "keys": {1: "B", 3: "P"}, "values": {1: "B", 3: "P"}, "key_mask": {0: "B", 1: "P"},
+                  "conv1": {1: "B"}, "conv2": {1: "B"}}
+    t = 23
+    frame_mask = torch.arange(t)[None, :] < torch.tensor([t, 15])[:, None]
+    return {
+        "front": GraphSpec(torch.jit.script(front), (_TOKENS, _TOKEN_LENGTHS, *_CONTROLS), list(FRONT_INPUTS),
+                           ["frames", "frame_mask", "mel_lengths", "truncated"],
+                           {"tokens": {0: "B", 1: "L"}, "token_lengths": {0: "B"}, "frames": {0: "B", 1: "T"},
+                            "frame_mask": {0: "B", 1: "T"}, "mel_lengths": {0: "B"}, "truncated": {0: "B"}}),
+        "block": GraphSpec(torch.jit.trace(BlockGraph(step), block_args), block_args, ["frames", "mask", "start", *BLOCK_STATE],
+                           ["cond", "coarse", *(f"next_{s}" for s in BLOCK_STATE)],
+                           {"frames": {0: "B", 1: "n"}, "mask": {0: "B", 1: "n"}, **state_axes, "cond": {0: "B", 2: "n"},
+                            "coarse": {0: "B", 2: "n"},
+                            **{f"next_{k}": {i: ("P_next" if v == "P" else v) for i, v in axes.items()}
+                               for k, axes in state_axes.items()}}),
+        "refine": GraphSpec(torch.jit.script(refine), (torch.randn(2, m, t), torch.randn(2, d, t), frame_mask,
+                                                       torch.tensor([123, 4567]), torch.tensor(40), *_REFINE_CONTROLS),
+                            list(REFINE_INPUTS), ["mels"],
+                            {"coarse": {0: "B", 2: "w"}, "cond": {0: "B", 2: "w"}, "frame_mask": {0: "B", 1: "w"},
+                             "noise_offsets": {0: "B"}, "mels": {0: "B", 2: "w"}}),
+    }
+
+
+NOISE_TABLE_FILE = "noise_table.f32"  # the refiner's noise table, stored once beside the graphs that read it
+
+
+def _share_noise_table(out: Path, files: Sequence[Path]) -> list[str]:
+    """Move the refiner's noise table (tts.noise's gaussian table, [GAUSSIAN_PERIOD] float32: 4.2 MB, which every
+    graph drawing start noise carries) out of `files` into ONE external-data file NOISE_TABLE_FILE that they all
+    reference (ONNX external data, read by onnxruntime relative to the graph).  Returns the graphs' names that
+    now read it."""
+    import numpy as np
+    import onnx
+    from onnx import external_data_helper, numpy_helper
+
+    from tts.noise import gaussian_table
+
+    table = gaussian_table()
+    users = []
+    for file in files:
+        model = onnx.load(str(file))
+        found = [t for t in model.graph.initializer if list(t.dims) == [table.size]
+                 and t.data_type == onnx.TensorProto.FLOAT and np.array_equal(numpy_helper.to_array(t), table)]
+        for tensor in found:
+            tensor.CopyFrom(numpy_helper.from_array(table, tensor.name))  # as raw bytes, which the reference replaces
+            external_data_helper.set_external_data(tensor, NOISE_TABLE_FILE, offset=0, length=table.nbytes)
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+            tensor.ClearField("raw_data")
+        if found:
+            onnx.save(model, str(file))
+            users.append(file.name)
+    if users:
+        (out / NOISE_TABLE_FILE).write_bytes(table.astype("<f4").tobytes())
+    return users
+
+
+def _load_acoustic(path: Path):
+    """A checkpoint that exports: a FastSpeech2 with its refiner, float32, eval mode."""
     from tts import checkpoint
     from tts.models.nonautoregressive import FastSpeech2
+
+    loaded = checkpoint.load(path)
+    model = loaded.model.float().eval()
+    if not isinstance(model, FastSpeech2):
+        raise ValueError(f"{path}: only the non-autoregressive FastSpeech2 exports to ONNX "
+                         f"(an autoregressive decoder loop is not a static graph), got {type(model).__name__}")
+    if model.refiner is None:
+        raise ValueError(f"{path}: the model has no refiner; the ONNX engine expects the default NAR")
+    return loaded, model
+
+
+def default_voices() -> list[Path]:
+    """The shipped default acoustic model (checkpoints/default.json), then every shipped block-mode NAR
+    (checkpoints/nar_block.pt), so that block-wise decoding and streaming run on ONNX too."""
     from tts.runtime.release import shipped_checkpoint, shipped_defaults
+
+    from tts.paths import CHECKPOINT_DIR
+
+    voices = [shipped_checkpoint(shipped_defaults()["acoustic"])]
+    block = CHECKPOINT_DIR / "nar_block.pt"
+    return voices + ([block] if block.is_file() and block.resolve() != voices[0].resolve() else [])
+
+
+def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | None = None,
+           vocoder: str | None = None) -> ExportResult:
+    """Export voices (acoustic checkpoints; default `default_voices()`, the first being the default voice) and
+    one source-filter vocoder (default: the shipped one) into `out_dir`; returns the manifest written there.
+    A voice is named by its checkpoint's file stem."""
+    from tts.models.blockwise import BLOCK_STATE, receptive_half_width
+    from tts.runtime.release import shipped_defaults
     from tts.vocoder.registry import SHIPPED, load_vocoder
     from tts.vocoder.source_filter import SourceFilterVocoder
 
-    defaults = shipped_defaults() if acoustic is None or vocoder is None else {}
-    acoustic_path = Path(acoustic) if acoustic is not None else shipped_checkpoint(defaults["acoustic"])
-    vocoder_name = vocoder or defaults["vocoder"]
-    loaded = checkpoint.load(acoustic_path)
-    model = loaded.model.float().eval()
-    if not isinstance(model, FastSpeech2):
-        raise ValueError(f"{acoustic_path}: only the non-autoregressive FastSpeech2 exports to ONNX "
-                         f"(an autoregressive decoder loop is not a static graph), got {type(model).__name__}")
-    if model.refiner is None:
-        raise ValueError(f"{acoustic_path}: the model has no refiner; the ONNX engine expects the default NAR")
-    voc = load_vocoder(vocoder_name, loaded.mel_config)
+    paths = default_voices() if acoustic is None else [Path(acoustic)] if isinstance(acoustic, (str, Path)) else \
+        [Path(p) for p in acoustic]
+    names = [p.stem for p in paths]
+    if not paths or len(set(names)) != len(names):
+        raise ValueError(f"need one or more acoustic checkpoints with distinct file names, got {[str(p) for p in paths]}")
+    vocoder_name = vocoder or shipped_defaults()["vocoder"]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    voices: dict[str, Any] = {}
+    graphs: dict[str, Any] = {}
+    sources: dict[str, Any] = {}
+    mel_config = None
+    for name, path in zip(names, paths):
+        loaded, model = _load_acoustic(path)
+        if mel_config is not None and loaded.mel_config != mel_config:
+            raise ValueError(f"{path}: its mel config differs from {paths[0]}'s (one vocoder serves every voice)")
+        mel_config = loaded.mel_config
+        block = model.block_prenet is not None
+        with _export_attention():  # traced with the export's attention (_attention_for_export)
+            specs = block_graphs(model) if block else parallel_graphs(model)
+            for part, spec in specs.items():
+                _export_graph(spec.module, spec.args, out / f"{name}.{part}.onnx", spec.inputs, spec.outputs, spec.dynamic)
+        for part in specs:
+            graphs[f"{name}.{part}"] = {"file": f"{name}.{part}.onnx"}
+        sources[name] = file_entry(path, path=_portable(path))
+        voices[name] = {
+            "decoding": "block" if block else "parallel",
+            "source": name,
+            "frontend": loaded.meta.frontend,
+            "controls": model.inference_spec().defaults,  # the voice's own: Controls' defaults on the ONNX engine
+            "graphs": {part: f"{name}.{part}" for part in specs},
+            **({"block": {"state": list(BLOCK_STATE), "past_frames": int(model.block_past_frames),
+                          "refiner_half_width": receptive_half_width(model.refiner)}} if block else {}),
+        }
+
+    voc = load_vocoder(vocoder_name, mel_config)
     if not isinstance(voc, SourceFilterVocoder):
         raise ValueError(f"vocoder {vocoder_name!r}: only the source-filter vocoder exports (its DSP runs in numpy), "
                          f"got {type(voc).__name__}")
     voc = voc.float().eval()
     vocoder_file = SHIPPED[vocoder_name][0] if vocoder_name in SHIPPED else Path(vocoder_name)
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    m = model.n_mels
-    tokens, lengths = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 0, 0, 0, 0]]), torch.tensor([7, 3])
     with _export_attention():
-        _export_graph(acoustic_graph(model), (tokens, lengths, torch.tensor(1.0), torch.tensor(0.0), torch.tensor(0.667),
-                                              torch.tensor(2), torch.tensor([123, 4567])),
-                      out / "acoustic.onnx", list(ACOUSTIC_INPUTS), ["mels", "mel_lengths", "truncated"],
-                      {"tokens": {0: "B", 1: "L"}, "token_lengths": {0: "B"}, "noise_offsets": {0: "B"},
-                       "mels": {0: "B", 2: "T"}, "mel_lengths": {0: "B"}, "truncated": {0: "B"}})
-        _export_graph(VocoderFrames(voc), (torch.randn(1, m, 23) - 5.0,), out / "vocoder.onnx", ["mel"],
+        _export_graph(VocoderFrames(voc), (torch.randn(1, mel_config.n_mels, 23) - 5.0,), out / "vocoder.onnx", ["mel"],
                       ["f0", "voiced", "harmonic_cepstrum", "noise_cepstrum"],
                       {"mel": {0: "B", 2: "T"}, "f0": {0: "B", 1: "T"}, "voiced": {0: "B", 1: "T"},
                        "harmonic_cepstrum": {0: "B", 1: "T"}, "noise_cepstrum": {0: "B", 1: "T"}})
-
-    syn = voc.synthesis  # the DSP settings: tts.vocoder.render.Synthesis
+    graphs["vocoder"] = {"file": "vocoder.onnx"}
+    readers = _share_noise_table(out, [out / g["file"] for g in graphs.values()])
+    for entry in graphs.values():
+        entry.update(file_entry(out / entry["file"]), **({"external_data": [NOISE_TABLE_FILE]} if entry["file"] in readers else {}))
+    sources["vocoder"] = file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file))
     manifest = {
         "format": FORMAT,
-        "mel_config": loaded.mel_config.to_dict(),
-        "frontend": loaded.meta.frontend,
-        "controls": model.inference_spec().defaults,  # the voice's own: Controls' defaults on the ONNX engine
-        "vocoder": syn.to_dict(),
-        "sources": {
-            "acoustic": file_entry(acoustic_path, path=_portable(acoustic_path)),
-            "vocoder": file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file)),
-        },
-        "graphs": {name: {"file": f"{name}.onnx", **file_entry(out / f"{name}.onnx")} for name in GRAPHS},
-        "exporter": {"torch": torch.__version__, "opset": OPSET},
+        "default_voice": names[0],
+        "mel_config": mel_config.to_dict(),
+        "voices": voices,
+        "vocoder": {"synthesis": voc.synthesis.to_dict(), "source": "vocoder", "graph": "vocoder",
+                    "receptive_frames": voc.receptive_frames},  # Synthesis: the DSP settings; receptive_frames: the network's reach (streaming)
+        "sources": sources,
+        "graphs": graphs,
+        "external_data": {NOISE_TABLE_FILE: file_entry(out / NOISE_TABLE_FILE)} if readers else {},
+        "exporter": {"torch": torch.__version__, "opset": OPSET, "weights": WEIGHT_STORAGE},
     }
+    for stale in set(out.glob("*.onnx")) - {out / g["file"] for g in graphs.values()} - {out / f for f in manifest["external_data"]}:
+        stale.unlink()  # a graph of an earlier export (another voice, the v2 layout) that nothing lists now
     tmp = out / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=1) + "\n")
     tmp.replace(out / MANIFEST)  # the manifest last: a half-written export has none and is refused
@@ -297,7 +558,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tts.export", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True, help="folder for the ONNX graphs and manifest.json")
-    p.add_argument("--checkpoint", type=Path, default=None, help="NAR checkpoint (default: the shipped default model)")
+    p.add_argument("--checkpoint", type=Path, action="append", default=None,
+                   help="a NAR checkpoint to export as a voice (repeat for more; the first is the default voice; "
+                        "default: the shipped default model and the shipped block-mode NAR)")
     p.add_argument("--vocoder", default=None, help="source-filter vocoder name or checkpoint (default: the shipped one)")
     args = p.parse_args(argv)
     from tts.checkpoint import CheckpointError
@@ -307,8 +570,11 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 4 if isinstance(e, (CheckpointError, FileNotFoundError)) else 2
-    size = sum((result.out_dir / g["file"]).stat().st_size for g in result.manifest["graphs"].values())
-    print(f"wrote {len(GRAPHS)} ONNX graphs ({size / 1e6:.1f} MB) and {MANIFEST} to {result.out_dir}")
+    graphs = result.manifest["graphs"].values()
+    files = [g["file"] for g in graphs] + list(result.manifest["external_data"])
+    size = sum((result.out_dir / f).stat().st_size for f in files)
+    print(f"wrote {len(graphs)} ONNX graphs ({size / 1e6:.1f} MB) for voices {', '.join(result.manifest['voices'])} "
+          f"and {MANIFEST} to {result.out_dir}")
     return 0
 
 

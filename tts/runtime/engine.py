@@ -14,7 +14,8 @@ Torch-free.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -85,3 +86,20 @@ class Engine(Protocol):
     def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> Iterator[StreamPiece] | None:
         """Part `ids` (item `index`) as audio pieces in order, or None when this part cannot stream (an engine
         without Capabilities.streaming, or a part the frame guard cut: the pipeline speaks it whole)."""
+
+
+def timed_pieces(chunks: Iterator[Any], push: Callable[[Any], np.ndarray], finish: Callable[[], np.ndarray],
+                 prepare_s: float = 0.0) -> Iterator[StreamPiece]:
+    """An engine's `stream_part` from its mel chunks (in order, each final) and its streaming vocoder (`push` a
+    chunk -> new audio [n] float32, `finish` -> the rest): a StreamPiece per chunk and one for the rest, each
+    with the seconds the chunk (mel_s; `prepare_s` added to the first) and its audio (vocoder_s) cost."""
+    carry = prepare_s
+    while True:
+        t0 = time.perf_counter()
+        chunk = next(chunks, None)
+        t1 = time.perf_counter()
+        audio = push(chunk) if chunk is not None else finish()
+        yield StreamPiece(audio, t1 - t0 + carry, time.perf_counter() - t1)
+        carry = 0.0
+        if chunk is None:
+            return

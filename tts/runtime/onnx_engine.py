@@ -1,17 +1,19 @@
-"""The ONNX engine: the exported default voice (`python -m tts.export`) on onnxruntime and numpy, no torch
+"""The ONNX engine: an exported voice (`python -m tts.export`) on onnxruntime and numpy, no torch
 (tts.runtime.engine describes the interface; tts.runtime.pipeline drives it).
 
-The acoustic graph holds the whole NAR inference (length regulation and the K refiner steps included, the
-controls and noise offsets as inputs: tts/export.py), so this engine computes nothing of the model: it
-feeds the graph, runs the vocoder graph (network + F0 decoding) and the vocoder's DSP render
-(tts.vocoder.render, the one render, on numpy).  `OnnxExportError` for a missing, stale-format or corrupt export (CLI exit 4).
+An export holds voices (manifest "voices"; "default_voice" the shipped default) and one vocoder.  A parallel
+voice's acoustic graph holds the whole NAR inference (length regulation and the K refiner steps included, the
+controls and noise offsets as inputs: tts/export.py); a block-wise voice's three graphs run block by block
+(tts.runtime.onnx_blocks: block mode and streaming).  This engine computes nothing of the model: it feeds the
+graphs, runs the vocoder graph (network + F0 decoding) and the vocoder's DSP render (tts.vocoder.render, the
+one render, on numpy).  `OnnxExportError` for a missing, stale-format or corrupt export (CLI exit 4).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +23,14 @@ from tts.errors import CheckpointError
 from tts.noise import item_noise_seed
 from tts.paths import CHECKPOINT_DIR
 from tts.runtime.controls import Controls
-from tts.runtime.engine import Capabilities, MelBatch
+from tts.runtime.engine import Capabilities, MelBatch, StreamPiece
+from tts.runtime.onnx_blocks import BlockVoice, VocoderStream, pad_ids
 from tts.vocoder.render import RenderInput, Synthesis, hann_window, render
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
 MANIFEST = "manifest.json"  # the export's layout, defined here (torch-free) and imported by tts.export
-FORMAT = "tts-onnx-v2"
-GRAPHS = ("acoustic", "vocoder")
+# v3: voices (parallel and block-wise) beside one vocoder; v2 held the default voice's two graphs only
+FORMAT = "tts-onnx-v3"
 ACOUSTIC_INPUTS = ("tokens", "token_lengths", "speed", "pitch_shift", "temperature", "refine_steps", "noise_offsets")
 
 
@@ -50,11 +53,18 @@ def read_manifest(onnx_dir: str | Path, verify: bool = True) -> dict[str, Any]:
         manifest = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise OnnxExportError(f"{path} is corrupt ({e}): {fix}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise OnnxExportError(f"{path} is not a {FORMAT} manifest (format {manifest.get('format')!r}): {fix}"
-                              if isinstance(manifest, dict) else f"{path} is not a manifest: {fix}")
-    for name in GRAPHS:
-        entry = (manifest.get("graphs") or {}).get(name)
+    if not isinstance(manifest, dict):
+        raise OnnxExportError(f"{path} is not a manifest: {fix}")
+    if manifest.get("format") != FORMAT:
+        raise OnnxExportError(f"{path} is an export of format {manifest.get('format')!r} (an older exporter's); this "
+                              f"runtime reads {FORMAT} (voices, block-wise ones included): {fix}")
+    graphs = manifest.get("graphs") or {}
+    voices = manifest.get("voices") or {}
+    if manifest.get("default_voice") not in voices:
+        raise OnnxExportError(f"{path} names no default voice among its voices {sorted(voices)}: {fix}")
+    wanted = {manifest["vocoder"]["graph"]} | {g for v in voices.values() for g in v["graphs"].values()}
+    for name in sorted(wanted):
+        entry = graphs.get(name)
         if not entry:
             raise OnnxExportError(f"{path} lists no {name} graph: {fix}")
         graph = folder / entry["file"]
@@ -62,6 +72,12 @@ def read_manifest(onnx_dir: str | Path, verify: bool = True) -> dict[str, Any]:
             raise OnnxExportError(f"ONNX graph {graph} is missing: {fix}")
         if verify and not file_matches(graph, entry):
             raise OnnxExportError(f"ONNX graph {graph} does not match its manifest hash (corrupt or replaced): {fix}")
+    # data the graphs read from outside themselves (the refiner's noise table, stored once for every graph)
+    for name, entry in (manifest.get("external_data") or {}).items():
+        if not (folder / name).is_file():
+            raise OnnxExportError(f"ONNX data {folder / name} is missing: {fix}")
+        if verify and not file_matches(folder / name, entry):
+            raise OnnxExportError(f"ONNX data {folder / name} does not match its manifest hash (corrupt or replaced): {fix}")
     return manifest
 
 
@@ -88,17 +104,22 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def export_is_current(onnx_dir: str | Path) -> bool:
-    """True when `onnx_dir` holds a readable export whose source checkpoints still have the recorded
-    hashes (a retrained or re-released checkpoint makes the export stale)."""
+def export_is_current(onnx_dir: str | Path, voice: str | None = None) -> bool:
+    """True when `onnx_dir` holds a readable export of `voice` (None: its default voice) whose source
+    checkpoints (the voice's and the vocoder's) still have the recorded hashes (a retrained or re-released
+    checkpoint makes the export stale)."""
     try:
         manifest = read_manifest(onnx_dir, verify=False)
     except OnnxExportError:
         return False
     from tts.paths import REPO_ROOT
 
+    entry = manifest["voices"].get(voice or manifest["default_voice"])
+    if entry is None:
+        return False
+    sources = [manifest["sources"][entry["source"]], manifest["sources"][manifest["vocoder"]["source"]]]
     # relative source paths are the repository's (tts.export records them so: the checkout may move)
-    return all(file_matches(REPO_ROOT / source["path"], source) for source in manifest.get("sources", {}).values())
+    return all(file_matches(REPO_ROOT / source["path"], source) for source in sources)
 
 
 def fix_mmap_threshold(threshold: int = 128 * 1024) -> None:
@@ -123,13 +144,15 @@ def fix_mmap_threshold(threshold: int = 128 * 1024) -> None:
 
 
 class OnnxEngine:
-    """The exported default voice; see the module docstring."""
+    """One exported voice (default: the export's default voice) and the vocoder; see the module docstring."""
 
     name = "onnx"
 
-    def __init__(self, onnx_dir: str | Path, manifest: dict[str, Any], threads: int | None = 1) -> None:
+    def __init__(self, onnx_dir: str | Path, manifest: dict[str, Any], threads: int | None = 1,
+                 voice: str | None = None) -> None:
         """threads: onnxruntime's intra-op threads (None = its own default, one per core, whose thread pools
-        cost ~0.1 s more to start per session on a loaded machine; 1 is the fastest start)."""
+        cost ~0.1 s more to start per session on a loaded machine; 1 is the fastest start).  voice: a name in
+        the manifest's "voices" (None: its default voice)."""
         import onnxruntime as ort
 
         from tts.text import TextFrontend
@@ -137,6 +160,11 @@ class OnnxEngine:
         fix_mmap_threshold()
         self.onnx_dir = Path(onnx_dir)
         self.manifest = manifest
+        self.voice = voice or manifest["default_voice"]
+        if self.voice not in manifest["voices"]:
+            raise ValueError(f"the ONNX export at {self.onnx_dir} has no voice {self.voice!r} "
+                             f"(it has {', '.join(sorted(manifest['voices']))})")
+        spec = manifest["voices"][self.voice]
         options = ort.SessionOptions()
         if threads is not None:
             if threads < 1:
@@ -154,40 +182,43 @@ class OnnxEngine:
         self.run_options = ort.RunOptions()
         self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.sessions: dict[str, Any] = {}
-        for name in GRAPHS:
-            path = self.onnx_dir / manifest["graphs"][name]["file"]
+        for part, graph in [*spec["graphs"].items(), ("vocoder", manifest["vocoder"]["graph"])]:
+            path = self.onnx_dir / manifest["graphs"][graph]["file"]
             try:
-                self.sessions[name] = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                self.sessions[part] = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
             except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph types
                 raise OnnxExportError(f"ONNX graph {path} cannot be loaded ({e}): run `python -m tts.export "
                                       f"--out {self.onnx_dir}`") from None
-        self.frontend = TextFrontend.from_dict(manifest["frontend"])
+        self.frontend = TextFrontend.from_dict(spec["frontend"])
         self.sample_rate = int(manifest["mel_config"]["sample_rate"])
+        block = spec["decoding"] == "block"
+        self.blocks = BlockVoice(self.sessions, spec["block"], self.run_options) if block else None
         self.capabilities = Capabilities(controls=frozenset(
-            {"refine_steps", "temperature", "speed", "pitch_shift", "block_frames"}))
-        self.defaults = Controls(**manifest["controls"])
-        self.synthesis = Synthesis(**manifest["vocoder"])
+            {"refine_steps", "temperature", "speed", "pitch_shift", "block_frames"}), block_mode=block, streaming=block)
+        self.defaults = Controls(**spec["controls"])
+        self.synthesis = Synthesis(**manifest["vocoder"]["synthesis"])
         self.window = hann_window(self.synthesis.window)
 
     @classmethod
-    def load(cls, onnx_dir: str | Path = DEFAULT_ONNX_DIR, threads: int | None = 1, verify: bool = True) -> "OnnxEngine":
-        """The export in `onnx_dir` (default checkpoints/onnx); `verify` checks each graph's sha256."""
-        return cls(onnx_dir, read_manifest(onnx_dir, verify=verify), threads)
+    def load(cls, onnx_dir: str | Path = DEFAULT_ONNX_DIR, threads: int | None = 1, verify: bool = True,
+             voice: str | None = None) -> "OnnxEngine":
+        """The export in `onnx_dir` (default checkpoints/onnx), its `voice` (default: its default voice);
+        `verify` checks each graph's sha256."""
+        return cls(onnx_dir, read_manifest(onnx_dir, verify=verify), threads, voice)
 
     def encode(self, text: str) -> list[int]:
         return self.frontend.encode(text)
 
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
              forced_frames: Sequence[int] | None = None) -> MelBatch:
-        """One run of the acoustic graph (FastSpeech2.infer's maths, exported)."""
+        """One run of the acoustic graph (FastSpeech2.infer's maths, exported); a block-wise voice's blocks."""
         if forced_frames is not None:
             raise ValueError("the ONNX engine cannot force output lengths (a benchmark of random weights: use torch)")
         if len(indices) != len(ids):
             raise ValueError(f"{len(indices)} item indices for a batch of {len(ids)}")
-        lengths = np.array([len(x) for x in ids], dtype=np.int64)
-        tokens = np.zeros((len(ids), int(lengths.max())), dtype=np.int64)
-        for k, seq in enumerate(ids):
-            tokens[k, : len(seq)] = seq
+        if self.blocks is not None:
+            return self.blocks.mels(ids, indices, controls)
+        tokens, lengths = pad_ids(ids)
         inputs = dict(tokens=tokens, token_lengths=lengths, speed=np.array(controls.speed, np.float32),
                       pitch_shift=np.array(controls.pitch_shift, np.float32),
                       temperature=np.array(controls.temperature, np.float32),
@@ -211,5 +242,11 @@ class OnnxEngine:
             waves.append(np.clip(wave[0], -1.0, 1.0).astype(np.float32))
         return waves
 
-    def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> None:
-        return None  # no block-wise graph: a streamed part is spoken whole (Capabilities.streaming is False)
+    def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> Iterator[StreamPiece] | None:
+        """A block-wise voice's part block by block (as TorchEngine.stream_part); None for a parallel voice (no
+        Capabilities.streaming: the pipeline speaks the part whole) or a part the frame guard cut."""
+        if self.blocks is None:
+            return None
+        stream = VocoderStream(self.sessions["vocoder"], self.run_options, self.synthesis, self.window,
+                               int(self.manifest["vocoder"]["receptive_frames"]))
+        return self.blocks.stream_part(ids, index, controls, stream)

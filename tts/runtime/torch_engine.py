@@ -15,7 +15,7 @@ from tts import checkpoint
 from tts.errors import CheckpointError
 from tts.noise import item_noise_seed
 from tts.runtime.controls import Controls
-from tts.runtime.engine import Capabilities, MelBatch, StreamPiece
+from tts.runtime.engine import Capabilities, MelBatch, StreamPiece, timed_pieces
 from tts.text import TextFrontend
 from tts.vocoder.base import Vocoder
 from tts.vocoder.registry import load_vocoder
@@ -129,22 +129,31 @@ class TorchEngine:
 
     def _stream(self, plan, index: int, controls: Controls, prepare_s: float) -> Iterator[StreamPiece]:
         voc = self.vocoder.stream()
-        chunks = self.model.stream_mels(plan, controls.block_frames, controls.refine_steps, controls.temperature,
-                                        noise_seeds=[item_noise_seed(controls.seed, index)])
-        carry = prepare_s
-        while True:
-            t0 = time.perf_counter()
+
+        def chunks() -> Iterator[torch.Tensor]:
+            mels = self.model.stream_mels(plan, controls.block_frames, controls.refine_steps, controls.temperature,
+                                          noise_seeds=[item_noise_seed(controls.seed, index)])
+            while True:
+                with torch.inference_mode():
+                    chunk = next(mels, None)
+                self._sync()
+                if chunk is None:
+                    return
+                yield chunk.mels
+
+        def audio(wave: torch.Tensor) -> np.ndarray:
+            self._sync()
+            return wave[0].float().cpu().numpy()
+
+        def push(mel: torch.Tensor) -> np.ndarray:
             with torch.inference_mode():
-                chunk = next(chunks, None)
-                self._sync()
-                t1 = time.perf_counter()
-                audio = voc.push(chunk.mels) if chunk is not None else voc.finish()
-                self._sync()
-            t2 = time.perf_counter()
-            yield StreamPiece(audio[0].float().cpu().numpy(), t1 - t0 + carry, t2 - t1)
-            carry = 0.0
-            if chunk is None:
-                return
+                return audio(voc.push(mel))
+
+        def finish() -> np.ndarray:
+            with torch.inference_mode():
+                return audio(voc.finish())
+
+        return timed_pieces(chunks(), push, finish, prepare_s)
 
     def _sync(self) -> None:
         """Wait for queued CUDA work, so that a wall-clock reading covers the stage it follows."""
