@@ -56,6 +56,29 @@ def test_whole_utterances_and_short_ones(fixture_corpus: Path, mel_config: MelCo
     assert batch.mel_lengths.tolist() == [mel.shape[1], mel.shape[1] + 5]
 
 
+def test_extra_roots_join_several_corpora(fixture_corpus: Path, mel_config: MelConfig, tmp_path: Path):
+    """One vocoder for several voices: every corpus's train split trains, every val split validates."""
+    import shutil
+
+    from tts.vocoder.data import VocoderDataModule
+
+    other = tmp_path / "other"
+    shutil.copytree(fixture_corpus, other, ignore=shutil.ignore_patterns("cache", "features"))
+    (other / "splits" / "train.txt").write_text("\n".join(read_split_ids(fixture_corpus, "train")[:3]) + "\n")
+    dm = VocoderDataModule(str(fixture_corpus), mel_config, segment_frames=8, batch_size=2, max_val_utterances=1,
+                           extra_roots=[str(other)])
+    dm.setup()
+    n_train = len(read_split_ids(fixture_corpus, "train"))
+    assert len(dm.train_set) == n_train + 3 and len(dm.val_set) == 2
+    # the extra corpus's items are read from its own folder: make one of its wavs unreadable
+    (other / "wavs" / f"{read_split_ids(other, 'train')[0]}.wav").write_bytes(b"not a wav")
+    dm.train_set[0]  # the first corpus still reads
+    with pytest.raises(Exception):
+        dm.train_set[n_train]
+    with pytest.raises(ValueError, match="extra_roots"):
+        VocoderDataModule(str(fixture_corpus), mel_config, 8, 2, mel_dir=str(tmp_path), extra_roots=[str(other)])
+
+
 def test_teacher_forced_mels(fixture_corpus: Path, mel_config: MelConfig, tmp_path: Path):
     ids = read_split_ids(fixture_corpus, "val")
     mel, _, _ = full_utterance(fixture_corpus, ids[0], mel_config)

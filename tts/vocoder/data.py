@@ -20,13 +20,14 @@ ground-truth frame count; any other length is an error, never a silent stretch).
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import ConcatDataset, DataLoader, Dataset
 
 from tts.audio import MelConfig, MelSpectrogram, load_wav
 from tts.data.corpus import wav_path
@@ -208,6 +209,7 @@ class VocoderDataModule(pl.LightningDataModule):
         with_pitch: bool = False,
         max_train_utterances: int | None = None,
         cache_in_memory: bool = False,
+        extra_roots: Sequence[str] = (),
     ) -> None:
         super().__init__()
         if segment_frames < 1 or batch_size < 1:
@@ -219,17 +221,23 @@ class VocoderDataModule(pl.LightningDataModule):
         self.max_val_utterances = max_val_utterances
         self.with_pitch, self.max_train_utterances = with_pitch, max_train_utterances
         self.cache_in_memory = cache_in_memory
-        self.train_set: VocoderDataset | None = None
-        self.val_set: VocoderDataset | None = None
+        # More corpora of the same mel definition (one vocoder for several voices, issue 31): their train
+        # splits join the training set, the first `max_val_utterances` of each val split join validation.
+        self.extra_roots = [str(r) for r in extra_roots]
+        if mel_dir is not None and self.extra_roots:
+            raise ValueError("mel_dir (teacher-forced mels of one corpus) cannot be combined with extra_roots")
+        self.train_set: Dataset[VocoderItem] | None = None
+        self.val_set: Dataset[VocoderItem] | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_set is None:
-            self.train_set = VocoderDataset(self.root, self.train_split, self.mel_config, self.segment_frames,
-                                            self.mel_dir, self.max_train_utterances, self.with_pitch,
-                                            self.cache_in_memory)
-            self.val_set = VocoderDataset(
-                self.root, self.val_split, self.mel_config, None, self.mel_dir, self.max_val_utterances, self.with_pitch
-            )
+            roots = [self.root, *self.extra_roots]
+            train = [VocoderDataset(r, self.train_split, self.mel_config, self.segment_frames, self.mel_dir,
+                                    self.max_train_utterances, self.with_pitch, self.cache_in_memory) for r in roots]
+            val = [VocoderDataset(r, self.val_split, self.mel_config, None, self.mel_dir, self.max_val_utterances,
+                                  self.with_pitch) for r in roots]
+            self.train_set = train[0] if len(train) == 1 else ConcatDataset(train)
+            self.val_set = val[0] if len(val) == 1 else ConcatDataset(val)
 
     def _collate(self, items: list[VocoderItem]) -> VocoderBatch:
         return collate(items, self.mel_config.log_floor, self.mel_config.hop_length)
