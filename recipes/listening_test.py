@@ -103,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
           f"systems {test['systems']}, items {kinds}")
     if args.invite_codes:
         print(f"wrote {args.invite_codes} invite codes to {args.out}/invite_codes.txt")
+    norm = test["normalisation"]
+    if norm.get("mos_checks_longer_than_sentences"):
+        print(f"warning: {norm['mos_checks_longer_than_sentences']} spoken MOS checks are longer than every sentence "
+              "even when spoken fast: their file size sets them apart (use longer sentences)", file=sys.stderr)
+    if "beeps" in norm.get("mos_checks", []):
+        print("warning: espeak-ng not found: MOS checks are beeps, which a script can count", file=sys.stderr)
     return 0
 
 

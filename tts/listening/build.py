@@ -52,6 +52,7 @@ RESULT_GLOBS = ("*.sqlite*", "*.db", "*.db-*", "*.sqlite3*")
 SQLITE_MAGIC = b"SQLite format 3\0"
 ATTENTION_YES, ATTENTION_NO = "attention-yes", "attention-no"  # labels of an A/B check's clean / damaged side
 PROMPT_VARIANTS = 2  # spoken MOS checks per score
+PROMPT_TRIES = 8
 
 
 def new_id() -> str:
@@ -179,17 +180,22 @@ def build_test(systems: dict[str, Path], out: Path, n: int = 20, mos: bool = Fal
     for _ in range(attention_checks):  # audio drawn per rater at serve time (layout.page_sources)
         items.append({"id": new_id(), "type": "ab", "attention": True, "check": "damaged", "expected": ATTENTION_YES,
                       "systems": [ATTENTION_YES, ATTENTION_NO], "audio": []})
-    prompt_kinds = set()
+    prompt_kinds, too_long = set(), 0
     if mos and attention_checks:
         build_rng = random.Random(secrets.randbits(64))
         lengths = sorted(set(length.values()))
         for score in range(1, 6):
             for _ in range(PROMPT_VARIANTS):
-                x, drawn = checks.spoken_prompt(score, build_rng, sr)
-                x = trim_silence(x, sr)
+                for hurry in range(PROMPT_TRIES):  # other wording, voice, and faster, until it fits a sentence
+                    x, drawn = checks.spoken_prompt(score, build_rng, sr, hurry)
+                    x = trim_silence(x, sr)
+                    if 2 * lead + len(x) <= lengths[-1]:
+                        break
                 prompt_kinds.add(drawn["kind"])
                 # the length of a real sentence group it fits (then its size is a real clip's size)
-                total = next((L for L in lengths if L >= 2 * lead + len(x)), 2 * lead + len(x))
+                total = next((L for L in lengths if L >= 2 * lead + len(x)), None)
+                if total is None:
+                    total, too_long = 2 * lead + len(x), too_long + 1
                 tok = store(x, total, {"system": None, "sentence": None, "attention": True})
                 items.append({"id": new_id(), "type": "mos", "attention": True, "expected": score, "audio": [tok]})
     random.SystemRandom().shuffle(items)  # test.json order says nothing either
@@ -208,7 +214,9 @@ def build_test(systems: dict[str, Path], out: Path, n: int = 20, mos: bool = Fal
                               "trim": "frames under -65 dBFS and 45 dB below the loudest frame",
                               "length": "one per sentence (every system padded to the longest)",
                               "encoding": "16-bit PCM, TPDF dither drawn per rater, page and slot",
-                              "mos_checks": sorted(prompt_kinds)},
+                              "mos_checks": sorted(prompt_kinds),
+                              # spoken checks longer than every sentence: their size tells them (build warns)
+                              "mos_checks_longer_than_sentences": too_long},
             "sources": {k: str(v) for k, v in systems.items()}, "audio": audio, "items": items}
     tmp = out / "test.json.tmp"
     tmp.write_text(json.dumps(test, indent=1))

@@ -11,8 +11,11 @@ Rules (each rater is judged on their own layout, layout.layout_for):
       - constant side: one button (A, B or no preference) on >= 90 % of A/B pages. Sides are drawn at
         random per page, so an honest preference for a system is never a preference for a side;
       - constant score: one score on >= 90 % of MOS pages;
-      - follows length: on A/B pages whose clips' speech lasts >= 5 % longer on one side, the shorter
-        (or the longer) one chosen >= 90 % of the time; on MOS pages, |Spearman(score, speech length)| >= 0.8.
+      - follows length: on A/B pages whose clips' speech lasts >= 5 % longer on one side, the shorter (or
+        the longer) chosen >= 90 % of the time, counting only pairs where each system is the shorter on at
+        least 3 pages (else a steady preference for a system that happens to speak faster would look the
+        same); on MOS pages, |Spearman| >= 0.8 between score and clip length within systems (each
+        system's mean taken out of both, for the same reason).
 """
 
 from __future__ import annotations
@@ -87,13 +90,23 @@ def _flags(test: dict, items: dict, rater: str, flips: dict, real: list[dict]) -
         choices = [a["choice"] for a in ab]
         if max(map(choices.count, set(choices))) >= CONSTANT_SHARE * len(choices):
             flags.append("constant side")
-        shorter = []
+        by_direction: dict[tuple, list[bool]] = {}  # (pair, system of the shorter side) -> chose the shorter
         for a in ab:
             if a["choice"] not in ("A", "B"):
                 continue
-            left, right = _speech(test, items, rater, a["item_id"], flips[a["item_id"]])
+            it = items[a["item_id"]]
+            flip = flips[a["item_id"]]
+            left, right = _speech(test, items, rater, a["item_id"], flip)
             if max(left, right) >= LENGTH_MIN_RATIO * min(left, right):
-                shorter.append((a["choice"] == "A") == (left < right))
+                left_system, right_system = (it["systems"][1], it["systems"][0]) if flip else tuple(it["systems"])
+                shorter_system = left_system if left < right else right_system
+                by_direction.setdefault((frozenset(it["systems"]), shorter_system), []).append(
+                    (a["choice"] == "A") == (left < right))
+        pairs: dict[frozenset, list[list[bool]]] = {}
+        for (pair, _), chose in by_direction.items():
+            if len(chose) >= 3:
+                pairs.setdefault(pair, []).append(chose)
+        shorter = [c for groups in pairs.values() if len(groups) == 2 for chose in groups for c in chose]
         if len(shorter) >= MIN_PAGES_FOR_FLAGS:
             share = sum(shorter) / len(shorter)
             if share >= LENGTH_SHARE or share <= 1 - LENGTH_SHARE:
@@ -102,8 +115,18 @@ def _flags(test: dict, items: dict, rater: str, flips: dict, real: list[dict]) -
         scores = [a["score"] for a in mos]
         if max(map(scores.count, set(scores))) >= CONSTANT_SHARE * len(scores):
             flags.append("constant score")
-        lengths = [_speech(test, items, rater, a["item_id"], flips[a["item_id"]])[0] for a in mos]
-        rho = spearman(lengths, scores)
+        # what a script sees of a MOS page is its clip's length; take each system's mean out of both sides
+        length = {a["item_id"]: page_seconds(test, items, rater, a["item_id"], flips[a["item_id"]]) for a in mos}
+        by_system: dict[str, list[dict]] = {}
+        for a in mos:
+            by_system.setdefault(items[a["item_id"]]["system"], []).append(a)
+        xs, ys = [], []
+        for rows in by_system.values():
+            mx = sum(length[a["item_id"]] for a in rows) / len(rows)
+            my = sum(a["score"] for a in rows) / len(rows)
+            xs += [length[a["item_id"]] - mx for a in rows]
+            ys += [a["score"] - my for a in rows]
+        rho = spearman(xs, ys)
         if rho == rho and abs(rho) >= LENGTH_RHO and "follows length" not in flags:
             flags.append("follows length")
     return flags
