@@ -1,6 +1,8 @@
 """Durations for the NAR model: distilled from the AR teacher, taken from the corpus's Festival phone
 segmentation or from the Piper teacher's own alignments, or imported from a file; see
-conf/extract_durations.yaml."""
+conf/extract_durations.yaml.  They go to DATA_ROOT/durations/NAME (NAME: festival, piper or ar_teacher by
+source), where the data configs look for them (conf/data/*.yaml durations_dir); the command ends with the
+report, where it wrote, and the training command that reads them.  User errors: one line, exit 2."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import hydra
 import numpy as np
 import torch
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from data_prep.atomic import write_json_atomic
 from tts import checkpoint
@@ -22,8 +24,28 @@ from tts.data.dataset import Collate, TTSDataset
 from data_prep.piper_corpus import alignments_path
 from tts.durations import (durations_from_segments, monotonic_alignment, piper_segments, word_boundary_error,
                            word_spans_from_segments, word_spans_from_tokens)
+from tts.training.cli import UsageError, recipe_entry, user_errors
 
 log = logging.getLogger(__name__)
+
+SOURCES = ("teacher", "festival", "piper", "external")
+# the folder each source writes by default (conf/extract_durations.yaml `name`), where conf/data/*.yaml look
+DEFAULT_NAMES = {"teacher": "ar_teacher", "festival": "festival", "piper": "piper", "external": "external"}
+
+
+def _durations_name(source: str) -> str:
+    # resolved while Hydra composes the config (out_dir names the run folder): a bad source stops it there,
+    # before any folder is made
+    if source not in DEFAULT_NAMES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
+    return DEFAULT_NAMES[source]
+
+
+OmegaConf.register_new_resolver("durations_name", _durations_name, replace=True)
+
+# Above this share of 0-frame phones the durations are suspect (the shipped AR teacher: 1.2 %, Festival's
+# segmentation ~0): a teacher whose attention skips phones, or alignments of another text.
+ZERO_FRAME_WARNING = 0.05
 
 
 def save_durations(out_dir: Path, uid: str, durations: np.ndarray) -> None:
@@ -142,12 +164,37 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
     }
 
 
+def warnings_for(report: dict) -> list[str]:
+    """What a user should look at before training on these durations."""
+    out = []
+    for split, rep in report["splits"].items():
+        share = rep["phones_with_zero_frames"]
+        if share > ZERO_FRAME_WARNING:
+            out.append(f"WARNING: {split}: {share:.0%} of phones got 0 frames (over {ZERO_FRAME_WARNING:.0%}): "
+                       + ("the teacher's attention skips phones; train it longer or use source=festival / piper"
+                          if report["source"] == "teacher" else "these alignments do not fit the text"))
+    return out
+
+
+def ending(report: dict, out_dir: Path, data_root: str) -> str:
+    """The lines the command ends with: the report once, where it went, what reads it next."""
+    lines = [json.dumps(report["splits"], indent=2), *warnings_for(report)]
+    n = sum(rep["utterances"] for rep in report["splits"].values())
+    lines.append(f"wrote durations of {n} utterances to {out_dir} (report: {out_dir / 'report.json'})")
+    lines.append(f"next: python -m recipes.train experiment=nar_cpu_small data.root={data_root} "
+                 f"data.durations_dir={out_dir}   (conf/data/*.yaml name the default folder of each corpus)")
+    return "\n".join(lines)
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="extract_durations")
+@user_errors
 def main(cfg: DictConfig) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    if cfg.source not in ("teacher", "festival", "piper", "external"):
-        raise ValueError(f"source must be teacher, festival, piper or external, not {cfg.source!r}")
+    if cfg.source not in SOURCES:
+        raise UsageError(f"source must be one of {', '.join(SOURCES)}, not {cfg.source!r}")
+    if cfg.source == "external" and not cfg.external:
+        raise UsageError("source=external needs external=FILE.jsonl")
     if cfg.source == "teacher":
         loaded = checkpoint.load(cfg.checkpoint)
         frontend, mel_config = loaded.frontend(), loaded.mel_config
@@ -163,8 +210,6 @@ def main(cfg: DictConfig) -> dict:
             dataset.ids = dataset.ids[: cfg.limit]
         extra = {}
         if cfg.source == "external":
-            if not cfg.external:
-                raise ValueError("source=external needs external=FILE.jsonl")
             import_external(Path(cfg.external), dataset, out_dir)
         elif cfg.source == "festival":
             extra = from_festival(dataset, out_dir, frontend)
@@ -172,15 +217,16 @@ def main(cfg: DictConfig) -> dict:
             extra = from_piper(dataset, out_dir, frontend)
         else:
             if not hasattr(loaded.model, "teacher_forced_alignment"):
-                raise TypeError(f"{type(loaded.model).__name__} has no attention to distil durations from")
+                raise UsageError(f"checkpoint={cfg.checkpoint} is a {type(loaded.model).__name__}, which has no "
+                                 f"attention to distil durations from: give an AR (Tacotron 2) checkpoint")
             log.info("%s: aligning %d utterances", split, len(dataset))
             distil(loaded.model, dataset, out_dir, cfg.batch_size, cfg.max_skip)
         report["splits"][split] = {**evaluate(dataset, out_dir, frontend), **extra}
-        log.info("%s: %s", split, report["splits"][split])
+        log.info("%s: %d utterances done", split, len(dataset))
     write_json_atomic(out_dir / "report.json", report)
-    print(json.dumps(report["splits"], indent=2))
+    print(ending(report, out_dir, str(cfg.data_root)), flush=True)
     return report
 
 
 if __name__ == "__main__":
-    main()
+    recipe_entry(main)

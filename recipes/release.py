@@ -1,8 +1,14 @@
-"""Export trained checkpoints as the shipped release (conf/release.yaml).
+"""Export trained checkpoints as a release: a folder `tts.synthesize` speaks from (conf/release.yaml).
 
-    python -m recipes.release
-    python -m recipes.release vocoders.source-filter=exp/vocoder_source_filter/checkpoints/last.ckpt \
-        default.vocoder=source-filter
+    python -m recipes.release acoustic.nar=exp/nar_cpu_small/checkpoints/last.ckpt acoustic.ar=null out_dir=voices/mine
+    python -m recipes.release ... vocoders.source-filter=exp/vocoder_source_filter/checkpoints/last.ckpt
+    python -m recipes.release ... out_dir=checkpoints --force      # replaces the SHIPPED voice: explicit only
+
+A release goes into a NEW folder (by default releases/<date>_<time>); an existing non-empty folder, and above
+all the shipped checkpoints/, is written only with `--force` (`force=true`): a user's experiment must never
+replace the product's voice by accident.  What is released reproduces the shipped settings unless overridden:
+the default vocoder (source-filter; when no checkpoint of it is given, the shipped one is released with the
+models) and the NAR models' inference controls (K, temperature: `overrides`).
 
 Each training checkpoint (Lightning: weights + optimizer state, ~90 MB for the AR model) becomes a
 weights-only fp16 file that still describes itself (model config, mel config, symbol table), with
@@ -10,7 +16,8 @@ weights-only fp16 file that still describes itself (model config, mel config, sy
 before anything is replaced: every file loads back, every acoustic model's mel config matches the
 default vocoder's, and the total stays under `max_total_mb`.  The release is built in a staging folder
 and moved into place only after all checks pass, so a failed or interrupted release leaves the previous
-one in place.  `checkpoints/release.json` records what was shipped.
+one in place (and a failed first release leaves no empty folder).  `OUT/release.json` records what was
+released; the command ends with the synthesis command for the new folder.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import inspect
 import json
 import logging
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,6 +37,8 @@ from omegaconf import DictConfig
 
 from data_prep.atomic import write_json_atomic
 from tts import checkpoint
+from tts.paths import CHECKPOINT_DIR
+from tts.training.cli import recipe_entry, user_errors
 from tts.vocoder.registry import GRIFFIN_LIM, SHIPPED, load_vocoder
 
 log = logging.getLogger(__name__)
@@ -43,7 +53,8 @@ PROVENANCE = ("source", "source_sha256", "global_step")
 
 
 class ReleaseError(RuntimeError):
-    """A release that would not work: missing source, mel mismatch, over budget."""
+    """A release that would not work or would replace files unasked: missing source, mel mismatch, over
+    budget, an existing release as out_dir without force."""
 
 
 def sha256(path: Path) -> str:
@@ -93,11 +104,56 @@ def _vocoder_rel(name: str) -> str:
     return f"vocoder/{SHIPPED[name][0].name}"
 
 
+def check_out_dir(out_dir: Path, force: bool, shipped_dir: Path = CHECKPOINT_DIR) -> None:
+    """Refuse to write into the shipped voice's folder, or into any folder that already holds files, unless
+    `force`.  (An earlier release.yaml wrote into checkpoints/ by default and replaced the shipped models
+    with a user's 20-step run.)"""
+    if force:
+        return
+    if out_dir.resolve() == shipped_dir.resolve():
+        raise ReleaseError(f"out_dir={out_dir} is the shipped voice's folder: releasing into it replaces the "
+                           f"shipped models; add --force (force=true) if that is what you mean, or choose a new out_dir")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise ReleaseError(f"out_dir={out_dir} already exists and is not empty: choose a new folder, or add --force "
+                           f"(force=true) to replace the files of the release in it")
+
+
+def shipped_vocoder_sources(vocoders: dict[str, str | None], default_vocoder: str, out_dir: Path,
+                            shipped_dir: Path = CHECKPOINT_DIR) -> dict[str, str | None]:
+    """The default vocoder with no checkpoint given, released into a folder that does not hold it yet: the
+    shipped file, so that a release of a new acoustic model speaks through the shipped vocoder."""
+    out = dict(vocoders)
+    if default_vocoder in SHIPPED and not out.get(default_vocoder) and not (out_dir / _vocoder_rel(default_vocoder)).is_file():
+        shipped = shipped_dir / _vocoder_rel(default_vocoder)
+        if shipped.is_file() and out_dir.resolve() != shipped_dir.resolve():
+            out[default_vocoder] = str(shipped)
+    return out
+
+
 def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
             half: bool = True, max_total_mb: float = 60.0,
-            overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """`vocoders`: shipped name (tts.vocoder.registry.SHIPPED) -> training checkpoint to export, or None
-    to leave that shipped file as it is (a default vocoder must then already be shipped in out_dir)."""
+            overrides: dict[str, dict[str, Any]] | None = None, force: bool = False,
+            shipped_dir: Path = CHECKPOINT_DIR) -> dict[str, Any]:
+    """`vocoders`: shipped name (tts.vocoder.registry.SHIPPED) -> training checkpoint to export, or None to
+    leave that file as it is in out_dir (the default vocoder is then the shipped one from `shipped_dir` when
+    out_dir lacks it).  Refused without `force`: out_dir = the shipped folder, or a non-empty out_dir."""
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir, force, shipped_dir)
+    # the folders this release creates (out_dir and missing parents, e.g. releases/): a failed first release
+    # removes them again when they are still empty, instead of leaving an empty release behind
+    created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
+    try:
+        return _release(acoustic, shipped_vocoder_sources(vocoders, default["vocoder"], out_dir, shipped_dir), default,
+                        out_dir, half, max_total_mb, overrides)
+    except BaseException:
+        for folder in created:  # deepest first
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+
+
+def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
+             half: bool, max_total_mb: float, overrides: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
     if not acoustic.get(default["acoustic"]):
         raise ReleaseError(f"default acoustic model {default['acoustic']!r} is not in the release {sorted(acoustic)}")
     unknown = sorted(set(vocoders) - set(SHIPPED))
@@ -121,12 +177,12 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
         for name, src in vocoders.items():
             if src:
                 files[_vocoder_rel(name)] = export_one(Path(src), stage / _vocoder_rel(name), half)
-        # Files already shipped and not replaced stay, and count towards the budget.
-        # (with the provenance the earlier release recorded for them)
+        # Files already released there and not replaced stay (acoustic models such as nar_block.pt included),
+        # with the provenance the earlier release recorded for them, and count towards the budget.
         prior_path = out_dir / "release.json"
         prior = json.loads(prior_path.read_text()).get("files", {}) if prior_path.is_file() else {}
         kept = {rel: {**prior.get(rel, {}), "file": str(out_dir / rel), "mb": (out_dir / rel).stat().st_size / 2**20}
-                for rel in sorted(vocoder_rels - set(files)) if (out_dir / rel).is_file()}
+                for rel in sorted((vocoder_rels | set(prior)) - set(files)) if (out_dir / rel).is_file()}
         total = sum(f["mb"] for f in files.values()) + sum(f["mb"] for f in kept.values())
         if total > max_total_mb:
             raise ReleaseError(f"shipped checkpoints total {total:.1f} MB > budget {max_total_mb} MB")
@@ -138,7 +194,7 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
             voc = load_vocoder(stage / rel if rel in files else out_dir / rel)
         for rel in files:
             if rel not in vocoder_rels:
-                voc.check_mel_config(checkpoint.load(stage / rel).mel_config, f"shipped {rel}")
+                voc.check_mel_config(checkpoint.load(stage / rel).mel_config, f"released {rel}")
         summary = {"files": {**files, **kept}, "total_mb": total, "default": dict(default)}
         for rel in files:
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -151,13 +207,26 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
     return summary
 
 
+def synthesis_command(out_dir: Path, default: dict[str, str]) -> str:
+    """How to speak with the released folder (tts.synthesize takes the files; default.json is checkpoints/'s)."""
+    vocoder = str(out_dir / _vocoder_rel(default["vocoder"])) if default["vocoder"] in SHIPPED else default["vocoder"]
+    return (f"python -m tts.synthesize --checkpoint {out_dir / (default['acoustic'] + '.pt')} --vocoder {vocoder} "
+            f"--text \"Hello there.\" --out hello.wav")
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="release")
+@user_errors(extra=(ReleaseError,))
 def main(cfg: DictConfig) -> None:
-    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), Path(cfg.out_dir),
+    out_dir = Path(cfg.out_dir)
+    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), out_dir,
                       half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
-                      overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v})
+                      overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v}, force=bool(cfg.force))
     print(json.dumps(summary, indent=2))
+    print(f"released {len(summary['files'])} file(s), {summary['total_mb']:.1f} MB, into {out_dir}\n"
+          f"speak with it: {synthesis_command(out_dir, dict(cfg.default))}")
 
 
 if __name__ == "__main__":
-    main()
+    # `--force` as the issue and the docs spell it; Hydra itself takes only key=value
+    sys.argv = [("force=true" if a == "--force" else a) for a in sys.argv]
+    recipe_entry(main)

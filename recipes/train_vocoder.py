@@ -3,7 +3,9 @@
 HiFi-GAN trains as a GAN (tts/training/vocoder_module.py); the source-filter vocoder with STFT, mel, F0
 and voicing losses and no discriminator (tts/training/source_filter_module.py, settings `source_filter:`).
 
-Resume a killed run with `ckpt_path=last` (same exp_dir).  Tiny CPU smoke run: `vocoder_debug=tiny`.
+One run per directory, as recipes.train (exp/<name>, multirun jobs exp/<name>/job<N>): resume a killed run
+with `ckpt_path=last`; a new run into a directory holding checkpoints is refused.  Tiny CPU smoke run:
+`vocoder_debug=tiny`.  User errors end in one `error:` line and exit 2.
 Fine-tune on an acoustic model's teacher-forced mels (format: tts/vocoder/data.py) in a new run:
 `vocoder_data.mel_dir=DIR init_from=exp/vocoder_hifigan_v3/checkpoints/last.ckpt exp_dir=exp/ft` --
 `init_from` copies generator + discriminator weights and starts fresh optimisers and step count.
@@ -22,13 +24,17 @@ import lightning.pytorch as pl
 import torch
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import LearningRateMonitor
-from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 
+from recipes.train import log_every_n_steps, prepare_fixture, progress_bar, tensorboard, use_job_dir
 from tts import checkpoint
 from tts.audio import MelConfig
-from tts.training.callbacks import step_checkpoint
+from tts.training.callbacks import RunSummary, step_checkpoint
+from tts.training.cli import recipe_entry, user_errors
 from tts.training.module import AtomicCheckpointIO
+from tts.training.noise import quiet_lightning
+from tts.training.preflight import require_corpus
+from tts.training.run_dir import prepare_run_dir, process_rank
 from tts.training.source_filter_module import SourceFilterModule
 from tts.vocoder.data import VocoderDataModule
 from tts.vocoder.source_filter import SourceFilterVocoder
@@ -123,19 +129,31 @@ def _finish_build(cfg: DictConfig, module: pl.LightningModule, datamodule: Vocod
         # last.ckpt is a symlink to the newest step file instead of a second full copy.
         step_checkpoint(exp_dir, cfg.checkpoint_every_n_steps, cfg.keep_checkpoints, save_last="link"),
         LearningRateMonitor(logging_interval="step"),
+        RunSummary(exp_dir, monitor="val/mel_l1"),
     ]
-    logger = TensorBoardLogger(save_dir=str(exp_dir), name="tb", version="")
     strategy = {}
     if gan and cfg.trainer.get("strategy") == "ddp":
         # Each backward (D step, then G step) reaches only part of the parameters: plain DDP would
         # fail waiting for the gradients of the other network.
         strategy = {"strategy": "ddp_find_unused_parameters_true"}
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, plugins=[AtomicCheckpointIO()], **strategy)
+    trainer = instantiate(cfg.trainer, callbacks=callbacks + progress_bar(cfg.trainer), logger=tensorboard(exp_dir),
+                          plugins=[AtomicCheckpointIO()], log_every_n_steps=log_every_n_steps(cfg.trainer), **strategy)
     return module, datamodule, trainer
+
+
+def preflight(cfg: DictConfig) -> None:
+    """The run directory and the corpus, before anything is built (recipes.train.preflight's checks)."""
+    if process_rank() != 0:
+        return
+    prepare_run_dir(cfg.exp_dir, cfg.ckpt_path)
+    prepare_fixture(cfg)
+    # the source-filter vocoder learns F0 from the features' pitch; HiFi-GAN reads only the wavs
+    require_corpus(cfg.vocoder_data.root, features=cfg.vocoder._target_.endswith("SourceFilterVocoder"))
 
 
 def train(cfg: DictConfig) -> pl.Trainer:
     """The body of `main`, callable with a composed config."""
+    quiet_lightning()
     torch.set_num_threads(cfg.threads) if cfg.threads else None
     pl.seed_everything(cfg.seed, workers=True)
     log.info("config:\n%s", OmegaConf.to_yaml(cfg))
@@ -145,13 +163,19 @@ def train(cfg: DictConfig) -> pl.Trainer:
     n_d = sum(p.numel() for p in disc.parameters()) if disc is not None else 0
     log.info("generator %.2f M parameters, discriminator %.2f M", n_g / 1e6, n_d / 1e6)
     trainer.fit(module, datamodule=datamodule, ckpt_path=cfg.ckpt_path)
+    summary = next(c for c in trainer.callbacks if isinstance(c, RunSummary))
+    if trainer.is_global_zero:
+        print(summary.summary(trainer), flush=True)
     return trainer
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train_vocoder")
+@user_errors
 def main(cfg: DictConfig) -> None:
+    use_job_dir(cfg)
+    preflight(cfg)
     train(cfg)
 
 
 if __name__ == "__main__":
-    main()
+    recipe_entry(main)

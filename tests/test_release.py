@@ -49,7 +49,7 @@ def test_release_over_budget_replaces_nothing(sources, tmp_path):
     release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
     before = {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()}
     with pytest.raises(ReleaseError, match="budget"):
-        release(sources, {}, {"acoustic": "ar", "vocoder": "griffin-lim"}, out, max_total_mb=0.001)
+        release(sources, {}, {"acoustic": "ar", "vocoder": "griffin-lim"}, out, max_total_mb=0.001, force=True)
     assert {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()} == before
 
 
@@ -59,9 +59,9 @@ def test_release_errors_name_the_problem(sources, tmp_path):
         release({**sources, "nar": str(tmp_path / "missing.ckpt")}, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
     with pytest.raises(ReleaseError, match="default acoustic"):
         release({**sources, "nar": None}, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
-    with pytest.raises(ReleaseError, match="needs a vocoder checkpoint"):
-        release(sources, {}, {"acoustic": "nar", "vocoder": "hifigan"}, out)
-    assert not (out / "default.json").exists()
+    with pytest.raises(ReleaseError, match="needs a vocoder checkpoint"):  # none given, none shipped
+        release(sources, {}, {"acoustic": "nar", "vocoder": "hifigan"}, out, shipped_dir=tmp_path / "nothing_shipped")
+    assert not out.exists(), "a failed first release leaves no (empty) folder"
 
 
 def test_release_rejects_mel_mismatch(tmp_path):
@@ -107,7 +107,8 @@ def test_release_overrides_inference_defaults_only(sources, tmp_path):
     assert meta.model_config["refine_steps"] == 2 and meta.info["overrides"] == {"refine_steps": 2}
     assert checkpoint.load(out / "nar.pt").model.inference_spec().defaults["refine_steps"] == 2
     with pytest.raises(ReleaseError, match="cannot override 'd_model'"):
-        release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"d_model": 64}})
+        release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"d_model": 64}},
+                force=True)
 
 
 def test_release_sets_a_default_the_training_config_did_not_spell_out(sources, tmp_path):
@@ -122,7 +123,7 @@ def test_release_sets_a_default_the_training_config_did_not_spell_out(sources, t
     assert loaded.model.refine_steps == 2 and loaded.model.refine_temperature == 0.5
     with pytest.raises(ReleaseError, match="cannot override 'no_such_thing'"):
         release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out,
-                overrides={"nar": {"no_such_thing": 1}})
+                overrides={"nar": {"no_such_thing": 1}}, force=True)
 
 
 def test_rereleasing_a_shipped_file_keeps_its_provenance_and_weights(sources, tmp_path):
@@ -170,7 +171,7 @@ def test_release_cli_ships_a_vocoder_as_the_default(sources, tmp_path):
 
     sf_ckpt = tiny_source_filter_checkpoint(tmp_path / "sf.pt")
     p = subprocess.run([sys.executable, "-m", "recipes.release", "acoustic.ar=null", f"acoustic.nar={out / 'nar.pt'}",
-                        f"vocoders.source-filter={sf_ckpt}", "default.vocoder=source-filter", f"out_dir={out}"],
+                        f"vocoders.source-filter={sf_ckpt}", "default.vocoder=source-filter", f"out_dir={out}", "--force"],
                        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads((out / "default.json").read_text())["vocoder"] == "source-filter"
@@ -178,3 +179,90 @@ def test_release_cli_ships_a_vocoder_as_the_default(sources, tmp_path):
     assert {"nar.pt", "vocoder/hifigan_v3.pt", "vocoder/source_filter.pt"} <= set(again)
     assert again["vocoder/hifigan_v3.pt"]["source_sha256"] == shipped["vocoder/hifigan_v3.pt"]["source_sha256"]
     assert isinstance(load_vocoder(out / "vocoder" / "source_filter.pt"), SourceFilterVocoder)
+
+
+# --- issue 32 item 1: the shipped voice cannot be replaced by accident ---------------------------------------
+
+
+def _shipped_copy(tmp_path: Path) -> Path:
+    """A stand-in for checkpoints/: a release of its own (never the real one), as the shipped folder."""
+    shipped = tmp_path / "shipped"
+    release({"nar": str(tiny_checkpoint(tmp_path / "s.ckpt", "nonautoregressive", **TINY["nonautoregressive"]))},
+            {"source-filter": str(tiny_source_filter_checkpoint(tmp_path / "sf0.pt"))},
+            {"acoustic": "nar", "vocoder": "source-filter"}, shipped, shipped_dir=tmp_path / "none")
+    return shipped
+
+
+def test_release_into_the_shipped_folder_or_an_existing_release_needs_force(sources, tmp_path):
+    shipped = _shipped_copy(tmp_path)
+    before = {p.relative_to(shipped): p.read_bytes() for p in shipped.rglob("*") if p.is_file()}
+    for out in (shipped, tmp_path / "shipped" / ".." / "shipped"):
+        with pytest.raises(ReleaseError, match="shipped voice's folder.*--force"):
+            release(sources, {}, {"acoustic": "nar", "vocoder": "source-filter"}, out, shipped_dir=shipped)
+    mine = tmp_path / "mine"
+    release(sources, {}, {"acoustic": "nar", "vocoder": "source-filter"}, mine, shipped_dir=shipped)
+    with pytest.raises(ReleaseError, match="not empty.*--force"):
+        release(sources, {}, {"acoustic": "nar", "vocoder": "source-filter"}, mine, shipped_dir=shipped)
+    assert {p.relative_to(shipped): p.read_bytes() for p in shipped.rglob("*") if p.is_file()} == before
+    # explicit: --force replaces the release (and keeps what it did not replace in its record)
+    summary = release({"ar": sources["ar"], "nar": None}, {}, {"acoustic": "ar", "vocoder": "source-filter"}, shipped,
+                      force=True, shipped_dir=shipped)
+    assert set(summary["files"]) == {"ar.pt", "nar.pt", "vocoder/source_filter.pt"}
+
+
+def test_a_new_release_speaks_through_the_shipped_vocoder_with_the_shipped_controls(sources, tmp_path):
+    """A user's NAR released into a new folder, no vocoder given: the shipped default vocoder is released
+    beside it (same weights, its provenance kept) and the NAR gets the shipped K and temperature."""
+    from hydra import compose, initialize_config_dir
+
+    from tts.paths import CONF_DIR
+
+    shipped = _shipped_copy(tmp_path)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("release", overrides=["acoustic.ar=null", f"acoustic.nar={sources['nar']}"])
+    out = tmp_path / "voice"
+    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), out,
+                      overrides={k: dict(v) for k, v in cfg.overrides.items() if v}, shipped_dir=shipped)
+    assert set(summary["files"]) == {"nar.pt", "vocoder/source_filter.pt"}
+    a = checkpoint.read_raw(shipped / "vocoder" / "source_filter.pt")
+    b = checkpoint.read_raw(out / "vocoder" / "source_filter.pt")
+    assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
+    assert summary["files"]["vocoder/source_filter.pt"]["source"] == str(tmp_path / "sf0.pt")
+    controls = checkpoint.load(out / "nar.pt").model.inference_spec().defaults
+    assert (controls["refine_steps"], controls["temperature"]) == (2, 0.667)
+    assert json.loads((out / "default.json").read_text()) == {"acoustic": "nar", "vocoder": "source-filter"}
+
+
+def test_release_config_reproduces_the_shipped_voice():
+    """conf/release.yaml's defaults are the shipped voice's: the default model and vocoder of
+    checkpoints/default.json, and every shipped NAR's own controls (K, temperature) as its overrides."""
+    from omegaconf import OmegaConf
+
+    from tts.paths import CHECKPOINT_DIR, CONF_DIR
+
+    cfg = OmegaConf.load(CONF_DIR / "release.yaml")
+    assert dict(cfg.default) == json.loads((CHECKPOINT_DIR / "default.json").read_text())
+    assert "checkpoints" not in str(cfg.out_dir) and cfg.force is False
+    for name in json.loads((CHECKPOINT_DIR / "release.json").read_text())["files"]:
+        if name.startswith("vocoder/"):
+            continue
+        config = checkpoint.read_raw(CHECKPOINT_DIR / name)["tts"]["model_config"]
+        shipped = {k: config[k] for k in ("refine_steps", "refine_temperature") if config.get(k) is not None}
+        assert Path(name).stem in cfg.acoustic, f"{name} cannot be released by conf/release.yaml"
+        assert dict(cfg.overrides.get(Path(name).stem) or {}) == shipped, name
+
+
+def test_release_cli_refuses_the_shipped_folder_in_one_line(sources, tmp_path):
+    import subprocess
+    import sys
+
+    from tts.paths import CHECKPOINT_DIR, REPO_ROOT
+
+    before = {p: p.stat().st_mtime_ns for p in CHECKPOINT_DIR.rglob("*.pt")}
+    # max_total_mb: should the refusal ever break, the budget check still replaces nothing (and the test fails)
+    p = subprocess.run([sys.executable, "-m", "recipes.release", "acoustic.ar=null", f"acoustic.nar={sources['nar']}",
+                        "out_dir=checkpoints", "max_total_mb=0.0001"], cwd=REPO_ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "--force" in p.stderr and "Traceback" not in p.stderr
+    assert {p: p.stat().st_mtime_ns for p in CHECKPOINT_DIR.rglob("*.pt")} == before
