@@ -1,12 +1,15 @@
 """Latency / throughput / memory benchmark of the AR (Tacotron 2) and NAR (FastSpeech 2 + K-step refiner) paths.
 
-    python -m recipes.benchmark [--ar CKPT] [--nar CKPT] [--random] [--vocoder griffin-lim|hifigan_v3-random|PATH]
+    python -m recipes.benchmark [--ar CKPT] [--nar CKPT] [--random] [--vocoder source-filter|griffin-lim|hifigan|hifigan_v3-random|PATH]
         [--lengths 10,25,50,100,200,400] [--ks 0,1,2,4,8] [--repeats 5] [--device cpu|cuda] [--threads N]
         [--batch-sizes 1,8] [--peers] [--peer-size matched|tiny] [--quality FILE] [--out DIR]
     python -m recipes.benchmark cold-start [--repeats 5] [--importtime] [--out DIR]   (recipes/bench/cold_start.py)
     python -m recipes.benchmark onnx [--threads 1,2] [--lengths 25,100,300] [--out DIR]  (recipes/bench/onnx_speed.py)
     python -m recipes.benchmark blocks --block CKPT [--nar CKPT] [--ar CKPT] [--blocks 8,16,32,64,0] [--quality FILE]
         (recipes/bench/blocks.py: the block-wise NAR's first-audio latency and total time over B, beside AR and NAR)
+
+Without --ar / --nar / --vocoder the shipped models are measured (checkpoints/ar.pt, checkpoints/nar.pt and the
+default vocoder of checkpoints/default.json); --random builds random-weight models for the ones not given.
 
 Everything is measured in ONE run, so the ratios (AR / NAR-K, ours / peer) compare numbers taken under the
 same machine load.  Each timing is the median over `--repeats` runs after one warm-up run.
@@ -55,13 +58,17 @@ def parse_ints(s: str) -> list[int]:
 # CLI
 # --------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    subcommands = "\n".join(f"  python -m recipes.benchmark {name} [--help]   {about}" for name, (_, about) in SUBCOMMANDS.items())
     p = argparse.ArgumentParser(prog="python -m recipes.benchmark", description=__doc__.split("\n\n")[0],
+                                epilog=f"subcommands (each with its own options):\n{subcommands}",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ar", help="autoregressive acoustic checkpoint")
-    p.add_argument("--nar", help="non-autoregressive acoustic checkpoint")
+    p.add_argument("--ar", help="autoregressive acoustic checkpoint (default: the shipped checkpoints/ar.pt)")
+    p.add_argument("--nar", help="non-autoregressive acoustic checkpoint (default: the shipped checkpoints/nar.pt)")
     p.add_argument("--random", action="store_true",
                    help="build random-weight models at conf/model/*.yaml size for missing checkpoints (speed only)")
-    p.add_argument("--vocoder", default="griffin-lim", help="griffin-lim | hifigan_v3-random | hifigan | PATH")
+    p.add_argument("--vocoder", default=None,
+                   help="source-filter | griffin-lim | hifigan | hifigan_v3-random | PATH "
+                        "(default: the shipped default vocoder, checkpoints/default.json)")
     p.add_argument("--lengths", type=parse_ints, default=[10, 25, 50, 100, 200, 400], help="input lengths (symbols)")
     p.add_argument("--ks", type=parse_ints, default=[0, 1, 2, 4, 8], help="NAR refine steps to measure")
     p.add_argument("--repeats", type=int, default=5)
@@ -84,8 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Subcommands with their own options (the first argument); without one, the latency/memory benchmark runs.
-SUBCOMMANDS = {"cold-start": "recipes.bench.cold_start", "onnx": "recipes.bench.onnx_speed", "blocks": "recipes.bench.blocks",
-               "runtime": "recipes.bench.runtime"}
+SUBCOMMANDS = {
+    "cold-start": ("recipes.bench.cold_start", "CLI start-up time and memory in fresh processes"),
+    "onnx": ("recipes.bench.onnx_speed", "torch against the ONNX engine, stage by stage"),
+    "blocks": ("recipes.bench.blocks", "the block-wise NAR's first audio and total time over B"),
+    "runtime": ("recipes.bench.runtime", "default (ONNX) vs torch vs Piper RTF, CLI stream and cold start"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         import importlib
 
-        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+        return importlib.import_module(SUBCOMMANDS[argv[0]][0]).main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.memory_probe:
         print(json.dumps(memory_probe(json.loads(Path(args.memory_probe).read_text()))))

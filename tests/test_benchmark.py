@@ -196,3 +196,42 @@ def test_report_with_a_peer_that_failed_at_one_length(smoke, tmp_path):
     plots = make_plots(r, {}, tmp_path, None)
     assert Path(plots["latency_vs_length"]).is_file()
     assert "| 20 | – | failed: RuntimeError: positional table too short" in to_markdown({**r, "plots": plots})
+
+
+# --- issue 32 item 7: the benchmark defaults to the shipped models and says what it compares ------------------
+
+
+def test_a_missing_model_or_vocoder_is_the_shipped_one(tmp_path):
+    """`--nar X` alone measured nothing ("no --ar checkpoint given"): the AR and the vocoder are now the
+    shipped ones (checkpoints/ar.pt, checkpoints/default.json's vocoder), and the report says so."""
+    from tts.paths import CHECKPOINT_DIR
+
+    nar = tiny_checkpoint(tmp_path / "nar.pt", "nonautoregressive", **TINY["nonautoregressive"])
+    out = tmp_path / "out"
+    torch_threads = torch.get_num_threads()
+    try:
+        assert benchmark.main(["--nar", str(nar), "--lengths", "8", "--ks", "0", "--repeats", "1", "--batch-sizes", "1",
+                               "--threads", "1", "--no-memory", "--out", str(out)]) == 0
+    finally:
+        torch.set_num_threads(torch_threads)
+    r = json.loads((out / "benchmark.json").read_text())
+    assert r["meta"]["models"]["ar"]["source"].startswith(str(CHECKPOINT_DIR / "ar.pt")) and "shipped" in r["meta"]["models"]["ar"]["source"]
+    shipped_vocoder = json.loads((CHECKPOINT_DIR / "default.json").read_text())["vocoder"]
+    assert r["meta"]["models"]["vocoder"]["name"] == shipped_vocoder == "source-filter"
+
+
+def test_help_names_every_subcommand_and_the_source_filter_vocoder():
+    text = benchmark.build_parser().format_help()
+    for name in benchmark.SUBCOMMANDS:
+        assert f"recipes.benchmark {name}" in text, name
+    assert "source-filter" in text
+
+
+def test_an_ar_that_stops_at_once_is_flagged():
+    from recipes.bench.measure import too_short
+    from recipes.bench.systems import System
+
+    free = System("ar", "ar", None, synth=None, forced=False)
+    assert "stopped early" in too_short(free, symbols=20, frames=1)
+    assert too_short(free, symbols=20, frames=120) is None
+    assert too_short(System("ar", "ar", None, synth=None, forced=True), symbols=20, frames=1) is None

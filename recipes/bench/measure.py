@@ -21,6 +21,7 @@ from recipes.bench.systems import (DEFAULT_FRAMES_PER_SYMBOL, System, build_rand
                                is_random_checkpoint, n_params)
 from recipes.bench.texts import FIRST_AUDIO_TEXT, SENTENCES, TextPool
 from recipes.bench.timing import Bench, BenchmarkError, check_device, machine_facts, median
+from tts.errors import CheckpointError
 from tts.runtime.torch_engine import TorchEngine
 
 
@@ -78,6 +79,40 @@ def load_quality(path: str | Path) -> dict[str, dict[str, float]]:
 
 
 # --------------------------------------------------------------------------------------------------
+# defaults and sanity
+# --------------------------------------------------------------------------------------------------
+# Fewer frames per input symbol than this is not speech: an AR that stopped at once (a model that has not
+# learned its stop token, or another corpus's) -- its "latency" would compare nothing with the NAR's.
+MIN_FRAMES_PER_SYMBOL = 1.0
+
+
+def shipped_model(kind: str) -> Path:
+    from tts.runtime.release import shipped_checkpoint
+
+    try:
+        return shipped_checkpoint(kind)
+    except CheckpointError as e:
+        raise BenchmarkError(f"no --{kind} given and {e}; or pass --random for random models") from e
+
+
+def shipped_vocoder() -> str:
+    from tts.runtime.release import shipped_defaults
+
+    try:
+        return str(shipped_defaults()["vocoder"])
+    except CheckpointError as e:
+        raise BenchmarkError(f"no --vocoder given and {e}") from e
+
+
+def too_short(system: System, symbols: int, frames: int) -> str | None:
+    """A warning when a free-running system made too few frames for its input to be a fair comparison."""
+    if system.forced or frames >= MIN_FRAMES_PER_SYMBOL * symbols:
+        return None
+    return (f"WARNING: {system.name} made {frames} frames for {symbols} symbols (it stopped early: an AR whose stop "
+            f"token fires at once?); its latency at this length compares no real speech")
+
+
+# --------------------------------------------------------------------------------------------------
 # the benchmark
 # --------------------------------------------------------------------------------------------------
 def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -98,11 +133,13 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
     paths = {"ar": args.ar, "nar": args.nar}
     sources = {}
     for kind, model_name in (("ar", "autoregressive"), ("nar", "nonautoregressive")):
-        if paths[kind] is None:
-            if not args.random:
-                raise BenchmarkError(f"no --{kind} checkpoint given: pass one, or --random for random models")
+        if paths[kind] is None and args.random:
             paths[kind] = str(build_random_checkpoint(tmp / f"{kind}.pt", model_name))
             sources[kind] = f"random weights at conf/model/{model_name}.yaml size (--random)"
+        elif paths[kind] is None:  # the shipped model of that kind (checkpoints/ar.pt, checkpoints/nar.pt)
+            paths[kind] = str(shipped_model(kind))
+            sources[kind] = f"{paths[kind]} (shipped; --{kind} not given)"
+            log(f"--{kind} not given: the shipped {paths[kind]}")
         else:
             sources[kind] = str(paths[kind])
     loaded = {k: checkpoint.load(p, device) for k, p in paths.items()}
@@ -122,6 +159,9 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
     loaded["ar"].mel_config.check_compatible(mel_config, "AR checkpoint", "NAR checkpoint")
     frontend = loaded["nar"].frontend()
     pool = TextPool(frontend)
+    if args.vocoder is None:  # the shipped voice's vocoder (checkpoints/default.json)
+        args.vocoder = shipped_vocoder()
+        log(f"--vocoder not given: the shipped default, {args.vocoder}")
     vocoder = build_vocoder(args.vocoder, mel_config, device)
     hop, sr = mel_config.hop_length, mel_config.sample_rate
 
@@ -190,6 +230,10 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
                                        "audio_s": audio_s, "rtf": median(tot_t) / max(audio_s, 1e-9)}
                 log(f"  len {n:4d} {s.name:8s} mel {median(mel_t)*1000:9.1f} ms ({n_frames} frames)  "
                     f"voc {median(voc_t)*1000:8.1f} ms  e2e RTF {e2e[s.name][str(n)]['rtf']:.3f}")
+                warning = too_short(s, n, n_frames)
+                if warning:
+                    notes.append(warning)
+                    log(warning)
 
     ratios = {}
     for s in systems[1:]:
