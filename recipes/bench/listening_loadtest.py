@@ -6,8 +6,13 @@ the whole test.
 Bounded: at most 200 raters, a wall-clock deadline, and only loopback URLs (127.0.0.1 / localhost /
 ::1). Each rater creates a session, then loops GET /api/next -> GET its audio and wait as long as the
 longest clip lasts (the server refuses answers sooner than that, 425) -> POST /api/answer, re-sending ~10 % of answers to exercise idempotent retries. Afterwards the SQLite
-file (--db) is checked: expected answers (sum of each rater's item count) vs stored rows, distinct
-(rater, item) pairs, duplicates and lost answers.
+file (--db) is checked (`account`): answers the server acknowledged against the rows stored for these raters
+(lost, duplicated), answers never sent because the deadline came first (unanswered: not lost), and every
+answer row in the file (stored_in_db: what `python -m tts.listening report` counts, earlier runs and other
+raters included -- why it can show more than this run's `stored`).
+
+Exit status: 0 all raters finished and nothing was lost or duplicated; 1 answers were lost or duplicated
+(the server's fault); 3 no loss, but raters were still answering at the deadline (--timeout).
 """
 
 from __future__ import annotations
@@ -74,16 +79,43 @@ def _rater(url: str, seed: int, fetch_audio: bool, deadline: float, out: dict, l
         out[seed] = res
 
 
+EXIT_LOST, EXIT_DEADLINE = 1, 3
+
+
 def verify_db(db_path: str, rater_ids: list[str]) -> dict:
-    con = sqlite3.connect(db_path, timeout=30)
+    """Rows of these raters (all, distinct (rater, item)) and of the whole file."""
+    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
     try:
         q = ",".join("?" * len(rater_ids))
         stored = con.execute(f"SELECT COUNT(*) FROM answers WHERE rater_id IN ({q})", rater_ids).fetchone()[0]
         distinct = con.execute(f"SELECT COUNT(*) FROM (SELECT DISTINCT rater_id, item_id FROM answers "
                                f"WHERE rater_id IN ({q}))", rater_ids).fetchone()[0]
+        in_db = con.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
     finally:
         con.close()
-    return {"stored": stored, "distinct": distinct, "duplicated": stored - distinct}
+    return {"stored": stored, "distinct": distinct, "duplicated": stored - distinct, "stored_in_db": in_db}
+
+
+def account(raters: list[dict], db: dict) -> dict:
+    """What the raters sent against what the file holds.  `lost` counts only answers the server acknowledged
+    as new ("created") and that are not stored; a rater stopped by the deadline left its remaining items
+    `unanswered`, which are no loss (they were never sent)."""
+    created = sum(r["created"] for r in raters)
+    return {**db, "lost": max(0, created - db["distinct"]),
+            "unanswered": max(0, sum(r["total"] for r in raters) - created)}
+
+
+def verdict(summary: dict) -> tuple[int, str]:
+    """Exit status and the one line that says it."""
+    lost, dup = summary.get("lost", 0), summary.get("duplicated", 0)
+    if lost or dup:
+        return EXIT_LOST, f"FAILED: {lost} acknowledged answers lost, {dup} stored twice"
+    stopped = summary["raters"] - summary["completed"]
+    if stopped:
+        return EXIT_DEADLINE, (f"incomplete: {stopped} of {summary['raters']} raters were still answering at the "
+                               f"deadline ({summary.get('unanswered', '?')} answers never sent, none lost); "
+                               f"raise --timeout")
+    return 0, f"ok: {summary['raters']} raters finished, {summary.get('stored', summary['created'])} answers stored"
 
 
 def run_loadtest(url: str, raters: int = 50, fetch_audio: bool = True, timeout_s: float = 120.0,
@@ -112,8 +144,8 @@ def run_loadtest(url: str, raters: int = 50, fetch_audio: bool = True, timeout_s
                "exceptions": [r["exception"] for r in rs if "exception" in r][:5]}
     if db_path:
         ids = [r["rater_id"] for r in rs if r["rater_id"]]
-        v = verify_db(db_path, ids) if ids else {"stored": 0, "distinct": 0, "duplicated": 0}
-        summary.update(v, lost=summary["expected"] - v["distinct"])
+        v = verify_db(db_path, ids) if ids else {"stored": 0, "distinct": 0, "duplicated": 0, "stored_in_db": 0}
+        summary.update(account(rs, v))
     summary["answers_per_s"] = round(summary["created"] / wall, 1) if wall > 0 else None
     return summary
 
@@ -135,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=1))
-    ok = summary["completed"] == args.raters and summary.get("lost", 0) == 0 and summary.get("duplicated", 0) == 0
-    return 0 if ok else 1
+    status, line = verdict(summary)
+    print(line, file=sys.stderr if status else sys.stdout)
+    return status
 
 
 if __name__ == "__main__":
