@@ -24,7 +24,8 @@ logger = logging.getLogger(__name__)
 # Bump when normalisation output changes for some input, so checkpoints can tell (and token caches of
 # the datasets, keyed by to_dict(), are rebuilt). 2: the document classes of issue 24 (telephone,
 # electronic, addresses, dates, Roman numerals, ...); 15 of the 15 000 corpus sentences read differently.
-NORMALIZER_VERSION = 2
+# 3: mathematical notation (tts.text.mathematics: ≥ ± ÷ × ∞ π, powers, ½, feet/inches, 1e308, 10^9, Unicode digits).
+NORMALIZER_VERSION = 3
 FORMAT_VERSION = 1
 
 

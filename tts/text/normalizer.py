@@ -3,7 +3,9 @@
 `normalize(text)` runs a fixed sequence of small regex passes (`PASSES`).  Order matters and is
 the main design decision here:
 
-1. characters are cleaned first (accents transliterated, emoji/CJK/control dropped with a
+0. mathematical notation is read first, before anything decomposes its characters (`tts.text.mathematics`:
+   ≥ ± ÷ × ∞ π, superscripts, ½, primes, 1e308, 10^9, any Unicode decimal digit);
+1. characters are cleaned next (accents transliterated, emoji/CJK/control dropped with a
    warning, see `tts.text.cleaning`), so every later pattern sees ASCII (+ currency and degree signs);
 2. whole tokens whose punctuation belongs to them are read next, before anything splits them:
    e-mails/URLs/domains (`tts.text.electronic`), phone numbers and other digit strings
@@ -49,6 +51,7 @@ from tts.text.addresses import expand_addresses
 from tts.text.cleaning import clean_characters
 from tts.text.dates import expand_dates
 from tts.text.electronic import expand_electronic
+from tts.text.mathematics import expand_math
 from tts.text.roman import expand_roman
 from tts.text.sentences import ends_sentence
 from tts.text.telephone import expand_telephone
@@ -534,6 +537,7 @@ def _strongest_mark(m: re.Match[str]) -> str:
 
 # The pipeline.  Each pass takes and returns text; see the module docstring for the order.
 PASSES: tuple[Callable[[str], str], ...] = (
+    expand_math,
     clean_characters,
     _collapse_whitespace,
     expand_electronic,
