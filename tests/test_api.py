@@ -1,6 +1,7 @@
 """The Python API (tts.api, `tts.load`): import cost, Audio, the streaming iterator, errors, runtimes."""
 
 import inspect
+import time
 import subprocess
 import sys
 
@@ -102,3 +103,73 @@ def test_onnx_voice(voice):
     chunks = list(onnx.stream(TEXT))
     assert len(chunks) == 5  # three sentences, two pauses
     assert np.array_equal(np.concatenate(chunks), onnx.synthesize(TEXT, batch_size=1).samples)
+
+
+# --- issue 35 item 9: every argument checked before any work ------------------------------------------------
+LONG = "This sentence would take a while to speak. " * 2000  # minutes of work if anything ran
+
+
+@pytest.mark.parametrize("kwargs,error,message", [
+    ({"batch_size": -1}, ValueError, "batch_size must be in"),
+    ({"batch_size": 0}, ValueError, "batch_size must be in"),
+    ({"batch_size": 10**6}, ValueError, "batch_size must be in"),
+    ({"batch_size": 1.5}, TypeError, "batch_size must be an int"),
+    ({"batch_size": True}, TypeError, "batch_size must be an int"),
+    ({"speed": "2"}, TypeError, "speed must be a number"),
+    ({"speed": True}, TypeError, "speed must be a number"),
+    ({"speed": 3.0}, ValueError, r"speed must be a finite number in \[0.1, 2.0\]"),
+    ({"speed": float("nan")}, ValueError, "speed"),
+    ({"seed": None}, TypeError, "seed must be an int"),
+    ({"seed": 1.5}, ValueError, "seed must be a whole number"),
+    ({"seed": "1"}, TypeError, "seed must be an int"),
+    ({"seed": -1}, ValueError, "seed must be"),
+    ({"refine_steps": 1.5}, ValueError, "refine_steps must be a whole number"),
+    ({"refine_steps": "2"}, TypeError, "refine_steps must be an int"),
+    ({"refine_steps": 100_000}, ValueError, r"refine_steps must be a finite number in \[0, 32\]"),
+    ({"temperature": "hot"}, TypeError, "temperature must be a number"),
+    ({"pitch_shift": [1]}, TypeError, "pitch_shift must be a number"),
+], ids=lambda v: repr(v) if isinstance(v, dict) else "")
+def test_synthesize_checks_its_arguments_before_any_work(voice, kwargs, error, message):
+    t0 = time.perf_counter()
+    with pytest.raises(error, match=message):
+        voice.synthesize(LONG, **kwargs)
+    with pytest.raises(error, match=message):
+        voice.stream(LONG, **kwargs) if "batch_size" not in kwargs else voice.synthesize(LONG, **kwargs)
+    assert time.perf_counter() - t0 < 2.0  # refused, not spoken (the text is minutes of audio)
+
+
+@pytest.mark.parametrize("text", [123, None, b"Hello."])
+def test_text_must_be_a_str(voice, text):
+    with pytest.raises(TypeError, match="text must be a str"):
+        voice.synthesize(text)
+    with pytest.raises(TypeError, match="text must be a str"):
+        voice.stream(text)
+
+
+@pytest.mark.parametrize("kwargs,error,message", [
+    ({"device": "banana"}, ValueError, "device 'banana': expected cpu, cuda or cuda:N"),
+    ({"device": 3}, TypeError, "device must be a str"),
+    ({"device": "cuda:99"}, ValueError, "device 'cuda:99'"),
+    ({"runtime": 5}, TypeError, "runtime must be one of"),
+    ({"threads": 0}, ValueError, "threads must be in"),
+    ({"threads": 1.5}, TypeError, "threads must be an int"),
+    ({"model": ""}, ValueError, "model must be a non-empty str"),
+    ({"model": 3}, TypeError, "model must be a non-empty str"),
+    ({"vocoder": ""}, ValueError, "vocoder must be a non-empty str"),
+    ({"checkpoint": ""}, ValueError, "checkpoint must be a non-empty path"),
+], ids=lambda v: repr(v) if isinstance(v, dict) else "")
+def test_load_checks_its_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        tts.load(**kwargs)
+
+
+def test_the_fastest_speed_is_still_audible(voice):
+    """Item 8: speed 8-10 made 0.1 s at -44 to -73 dBFS.  At the maximum every sentence of more than one phone is
+    speech (measured -26 to -34 dBFS at 2; at 2.5 "Hi." fell to -55, at 4 "Hello there." to -48)."""
+    from tts.runtime.controls import RANGES
+
+    fastest = RANGES["speed"][1]
+    for text in ("Hello there.", "Hi.", "Yes, it is.", "Go!"):
+        audio = voice.synthesize(text, speed=fastest)
+        dbfs = 20 * np.log10(float(np.sqrt(np.mean(audio.samples**2))) + 1e-12)
+        assert dbfs > -40 and audio.seconds > 0.25, (text, dbfs, audio.seconds)

@@ -423,3 +423,212 @@ def test_memory_does_not_grow_with_the_document(tmp_path: Path):
     run = measure(48, workdir=tmp_path, runtime="torch")
     assert run.audio_float32_mb > 90, f"the document should be long: {run}"
     assert run.anon_growth_mb < run.audio_float32_mb / 3, run
+
+
+# === issue 35: the second round ================================================================================
+def long_story(folder: Path, n: int = 400) -> Path:
+    story = folder / "story.txt"
+    story.write_text(" ".join(f"This is sentence number {i}, spoken slowly." for i in range(n)))
+    return story
+
+
+def start_cli(args: list[str], out_dir: Path, stdout=subprocess.DEVNULL) -> subprocess.Popen:
+    """The CLI in its own process with SIGINT at its default (see test_ctrl_c_is_one_line_and_leaves_no_temp_file)."""
+    return subprocess.Popen([sys.executable, "-m", "tts.synthesize", "--threads", "1", *args], cwd=REPO_ROOT,
+                            stdout=stdout, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def wait_for_audio_in_a_temp_file(folder: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        sizes = []
+        for name in leftovers(folder):
+            try:
+                sizes.append((folder / name).stat().st_size)
+            except FileNotFoundError:
+                pass
+        if any(size > 4096 for size in sizes):
+            return
+        time.sleep(0.01)
+    raise AssertionError("synthesis never started")
+
+
+# --- item 2: a stopped run, streamed or not, leaves an earlier --out as it was and nothing else ---------------
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)],
+                         ids=["SIGTERM", "SIGHUP", "SIGINT"])
+@pytest.mark.parametrize("earlier", [True, False], ids=["earlier-file", "fresh"])
+def test_a_stopped_run_keeps_the_earlier_file_and_leaves_nothing(ckpts, tmp_path: Path, stream: bool, sig, code: int,
+                                                                 earlier: bool):
+    out = tmp_path / "x.wav"
+    if earlier:
+        out.write_bytes(EARLIER)
+    proc = start_cli([*nar(ckpts), "--batch-size", "1", *(["--stream"] if stream else []),
+                      "--text-file", str(long_story(tmp_path)), "--out", str(out)], tmp_path)
+    wait_for_audio_in_a_temp_file(tmp_path, proc)  # a --stream run writes beside --out too
+    assert (out.read_bytes() == EARLIER) if earlier else not out.exists()  # nothing live at --out
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=60)[1].decode()
+    assert proc.returncode == code and "interrupted" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert ((out.read_bytes() == EARLIER) if earlier else not out.exists()) and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("args,code", [
+    (["--text", "\u2603 \u2603"], 3),  # nothing speakable
+    (["--checkpoint", "/nonexistent.pt"], 4),
+    (["--block-frames", "16"], 2),  # a parallel checkpoint has no block mode
+    (["--checkpoint", "MELMISMATCH"], 5),
+], ids=["bad-text", "bad-checkpoint", "block-frames-misuse", "mel-mismatch"])
+def test_a_failed_streamed_run_keeps_the_earlier_file(ckpts, tmp_path: Path, capsys, args, code):
+    from tts.audio import MelConfig
+
+    if "MELMISMATCH" in args:
+        other = tiny_checkpoint(tmp_path / "other.pt", "nonautoregressive",
+                                mel_config=MelConfig(**{**MelConfig.default().to_dict(), "f_max": 7000.0}),
+                                **TINY["nonautoregressive"])
+        args = ["--checkpoint", str(other), "--vocoder", "hifigan"]
+    out = tmp_path / "x.wav"
+    out.write_bytes(EARLIER)
+    base = nar(ckpts)[2:] if "--checkpoint" in args else nar(ckpts)
+    got, err = run_main([*base, "--text", "Hello there.", *args, "--stream", "--out", str(out)], capsys)
+    assert got == code, err
+    assert out.read_bytes() == EARLIER and leftovers(tmp_path) == []
+
+
+def test_a_streamed_run_over_the_disk_limit_keeps_the_earlier_file(ckpts, tmp_path: Path):
+    out = tmp_path / "x.wav"
+    out.write_bytes(EARLIER)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2_000, resource.RLIM_INFINITY))
+
+    r = run_cli(*nar(ckpts), "--stream", "--text", "Hello there, this is long enough to pass the limit.",
+                "--out", str(out), preexec=limit)
+    assert r.returncode == 6 and "Traceback" not in r.stderr.decode(), r.stderr.decode()
+    assert out.read_bytes() == EARLIER and leftovers(tmp_path) == []
+
+
+def test_text_file_equal_to_out_is_refused(ckpts, tmp_path: Path, capsys):
+    text = tmp_path / "story.wav"  # a text file under a wav name: the same path for both options
+    text.write_text("Hello there.")
+    link = tmp_path / "link.wav"
+    link.symlink_to(text)
+    for out in (text, link):
+        code, err = run_main([*nar(ckpts), "--text-file", str(text), "--out", str(out)], capsys)
+        assert code == 2 and "is the --text-file" in err, err
+    assert text.read_text() == "Hello there." and leftovers(tmp_path) == []
+
+
+# --- item 6: --out by extension ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("suffix,fmt", [(".flac", "FLAC"), (".ogg", "OGG"), (".mp3", "MP3"), (".WAV", "WAV"),
+                                        ("", "WAV")])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_out_is_written_in_the_format_its_extension_names(ckpts, tmp_path: Path, capsys, suffix: str, fmt: str,
+                                                          stream: bool):
+    out = tmp_path / f"x{suffix}"
+    code, err = run_main([*nar(ckpts), "--text", "Hello there.", *(["--stream"] if stream else []), "--out", str(out)],
+                         capsys)
+    assert code == 0, err
+    info = sf.info(str(out))
+    assert info.format == fmt and info.samplerate == 22050 and info.frames > 0
+    wav = tmp_path / "same.wav"
+    code, err = run_main([*nar(ckpts), "--text", "Hello there.", "--out", str(wav)], capsys)
+    if fmt in ("FLAC", "WAV"):  # lossless: the very samples of the wav
+        assert np.array_equal(sf.read(str(out), dtype="int16")[0], sf.read(str(wav), dtype="int16")[0])
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["x.aac", "x.opus", "x.txt", "x.m4a"])
+def test_an_unknown_output_format_is_refused_before_loading(tmp_path: Path, capsys, name: str):
+    """The checkpoint does not exist: exit 2, not 4, proves the extension was checked first."""
+    code, err = run_main(["--checkpoint", "/nonexistent.pt", "--vocoder", "griffin-lim", "--text", "Hello.",
+                          "--out", str(tmp_path / name)], capsys)
+    assert code == 2 and "cannot write" in err and ".flac" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- items 3 and 4: bounded input, exact exit codes, refused options -------------------------------------------
+@pytest.mark.parametrize("source", ["/dev/zero", "/dev/urandom", "stdin"])
+def test_endless_input_is_refused_at_the_limit(ckpts, tmp_path: Path, source: str):
+    from tts.synthesize import MAX_TEXT_BYTES
+
+    t0 = time.monotonic()
+    if source == "stdin":
+        r = run_cli(*nar(ckpts), "--out", str(tmp_path / "x.wav"), stdin=b"word " * (MAX_TEXT_BYTES // 5 + 1))
+    else:
+        r = run_cli(*nar(ckpts), "--text-file", source, "--out", str(tmp_path / "x.wav"))
+    err = r.stderr.decode()
+    assert r.returncode == 3 and "16 MiB" in err and len(err.strip().splitlines()) == 1, err
+    assert time.monotonic() - t0 < 60 and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("encoding", ["utf-32", "utf-32-be-bom", "utf-16-be-bom"])
+def test_utf32_and_utf16_with_a_bom_read_as_utf8(ckpts, tmp_path: Path, capsys, encoding: str):
+    import codecs
+
+    text = "Hello there. It is 10\u00b0 colder."
+    data = {"utf-32": text.encode("utf-32"), "utf-32-be-bom": codecs.BOM_UTF32_BE + text.encode("utf-32-be"),
+            "utf-16-be-bom": codecs.BOM_UTF16_BE + text.encode("utf-16-be")}[encoding]
+    (tmp_path / "t.txt").write_bytes(data)
+    (tmp_path / "u.txt").write_text(text, encoding="utf-8")
+    for name in ("t", "u"):
+        code, err = run_main([*nar(ckpts), "--text-file", str(tmp_path / f"{name}.txt"), "--out", str(tmp_path / f"{name}.wav")],
+                             capsys)
+        assert code == 0, err
+    assert (tmp_path / "t.wav").read_bytes() == (tmp_path / "u.wav").read_bytes()
+    (tmp_path / "n.txt").write_bytes(text.encode("utf-32-le"))  # no BOM: NULs, refused
+    code, err = run_main([*nar(ckpts), "--text-file", str(tmp_path / "n.txt"), "--out", str(tmp_path / "n.wav")], capsys)
+    assert code == 3 and "not UTF-8" in err
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--text", "--"], 3, "no speakable words"),
+    (["--text", "Hi.", "--vocoder", ""], 2, "--vocoder is empty"),
+    (["--text", "Hi.", "--checkpoint", ""], 2, "--checkpoint: is empty"),
+    (["--text", "Hi.", "--refine-steps", "100000"], 2, "[0, 32]"),
+    (["--text", "Hi.", "--refine-steps", "999999999"], 2, "[0, 32]"),
+    (["--text", "Hi.", "--speed", "8"], 2, "[0.1, 2.0]"),
+    (["--text", "Hi.", "--block-frames", "70000"], 2, "block_frames"),
+    (["--text", "Hi.", "--batch-size", "100000"], 2, "--batch-size"),
+    (["--text", "Hi.", "--ar-retries", "1000"], 2, "--ar-retries"),
+    (["--text", "Hi.", "--bogus"], 2, "unrecognized arguments"),
+    (["--text", "Hi.", "--vocoder", "voc.pth"], 4, "vocoder checkpoint not found"),
+    (["--text", "Hi.", "--vocoder", "/dev/zero"], 4, "not a checkpoint file"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_usage_and_files_give_their_readme_exit_code_in_one_line(ckpts, tmp_path: Path, capsys, args, code, message):
+    out = tmp_path / "x.wav"
+    out.write_bytes(EARLIER)
+    base = nar(ckpts)[2:] if {"--vocoder", "--checkpoint"} & set(args) else nar(ckpts)
+    got, err = run_main([*base, *args, "--out", str(out)], capsys)
+    assert got == code and message in err, err
+    assert err.startswith("error:") and len(err.strip().splitlines()) == 1, err  # argparse's too: no usage block
+    assert out.read_bytes() == EARLIER and leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(not (CHECKPOINT_DIR / "nar.pt").is_file(), reason="needs the shipped NAR")
+@pytest.mark.parametrize("runtime", ["auto", "torch", "onnx"])
+def test_block_frames_on_a_voice_without_block_mode_is_refused_before_synthesis(tmp_path: Path, capsys, runtime: str):
+    """Item 4: the default voice (nar.pt, or its ONNX export) has no block mode."""
+    from tts.runtime.onnx_engine import DEFAULT_ONNX_DIR, export_is_current
+
+    if runtime == "onnx" and not export_is_current(DEFAULT_ONNX_DIR):
+        pytest.skip("no current ONNX export")
+    story = long_story(tmp_path, 2000)  # minutes of audio if synthesis started
+    t0 = time.monotonic()
+    code, err = run_main(["--runtime", runtime, "--quiet", "--text-file", str(story), "--block-frames", "16",
+                          "--out", str(tmp_path / "x.wav")], capsys)
+    assert code == 2 and "block" in err and time.monotonic() - t0 < 60, err
+    assert not (tmp_path / "x.wav").exists() and leftovers(tmp_path) == []
+
+
+def test_out_dash_with_stdout_closed_or_gone(ckpts, tmp_path: Path):
+    r = run_cli(*nar(ckpts), "--text", "Hello.", "--out", "-", "1>&-", shell=True)
+    err = r.stderr.decode()
+    assert r.returncode == 6 and "stdout is closed" in err and len(err.strip().splitlines()) == 1, err
+    # a reader that leaves after 100 bytes: EPIPE is the output failing (exit 6), one line, no "Exception ignored"
+    r = run_cli(*nar(ckpts), "--text-file", str(long_story(tmp_path, 60)), "--out", "-", "|", "head", "-c", "100",
+                ">/dev/null;", "exit", "${PIPESTATUS[0]}", shell=True)
+    err = r.stderr.decode()
+    assert r.returncode == 6 and "writing to stdout failed" in err and len(err.strip().splitlines()) == 1, err

@@ -14,6 +14,7 @@ else with torch (`runtime="torch"` / `"onnx"` choose).  Everything goes through 
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,20 @@ from pathlib import Path
 import numpy as np
 
 from tts.runtime import Controls, Pipeline
+from tts.runtime.controls import MAX_BATCH_SIZE, MAX_THREADS
+
+
+def _check_text(text: object) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    """An int argument in [low, high]: TypeError for another type (bool and 1.5 included), ValueError outside."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
 
 
 @dataclass(frozen=True)
@@ -61,15 +76,21 @@ class Voice:
 
     def controls(self, *, speed: float | None = None, seed: int = 0, pitch_shift: float | None = None,
                  refine_steps: int | None = None, temperature: float | None = None) -> Controls:
-        """The voice's own controls with the given ones laid over them (ValueError if out of range or not a
-        control of this voice's model)."""
+        """The voice's own controls with the given ones laid over them (None = the voice's own; `seed` an int).
+        TypeError for a value of the wrong type ("2" for speed, None for seed); ValueError for one out of range
+        (tts.runtime.controls.RANGES), not whole (1.5 steps) or a control this voice's model lacks."""
+        if seed is None:  # None means "the voice's own" to the pipeline; a seed is always given here
+            raise TypeError("seed must be an int, got None")
         return self.pipeline.controls(speed=speed, seed=seed, pitch_shift=pitch_shift, refine_steps=refine_steps,
                                       temperature=temperature)
 
     def synthesize(self, text: str, *, speed: float | None = None, seed: int = 0, pitch_shift: float | None = None,
                    refine_steps: int | None = None, temperature: float | None = None, batch_size: int = 8) -> Audio:
-        """`text` spoken whole (sentences `pause_s` apart, `batch_size` sentences per model call).  Bad text
-        raises tts.text.errors.TextError; an out-of-range control ValueError."""
+        """`text` spoken whole (sentences `pause_s` apart, `batch_size` sentences per model call, 1 to
+        MAX_BATCH_SIZE).  Every argument is checked before any work: TypeError for a wrong type, ValueError for a
+        value out of range; bad text raises tts.text.errors.TextError."""
+        _check_text(text)
+        _check_int("batch_size", batch_size, 1, MAX_BATCH_SIZE)
         controls = self.controls(speed=speed, seed=seed, pitch_shift=pitch_shift, refine_steps=refine_steps,
                                  temperature=temperature)
         result = self.pipeline.synthesize(text, controls, batch_size=batch_size)
@@ -81,6 +102,7 @@ class Voice:
         sentence (with a block-wise model and a streaming vocoder, pieces of it) and the pauses between
         sentences.  Joined they are `synthesize(text, batch_size=1).samples` within
         tts.runtime.pipeline.STREAM_TOLERANCE.  Text and controls are checked before the first chunk."""
+        _check_text(text)
         controls = self.controls(speed=speed, seed=seed, pitch_shift=pitch_shift, refine_steps=refine_steps,
                                  temperature=temperature)
         return self.pipeline.stream_utterance(self.pipeline.utterance(text, controls))  # bad text raises here
@@ -93,8 +115,26 @@ def load(model: str | None = None, *, checkpoint: str | Path | None = None, voco
     acoustic `checkpoint` file, with `vocoder` (default: default.json's).  runtime: "auto" (the ONNX export
     of the default voice when it is current and asked for, else torch), "torch", or "onnx" (the export in
     `onnx_dir`, default checkpoints/onnx, run by onnxruntime without torch); `threads`: CPU threads."""
-    from tts.runtime.release import open_pipeline
+    from tts.runtime.release import RUNTIMES, device_problem, open_pipeline
 
+    for name, value in (("model", model), ("vocoder", vocoder)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise (ValueError if isinstance(value, str) else TypeError)(
+                f"{name} must be a non-empty str or None, got {value!r}")
+    for name, value in (("checkpoint", checkpoint), ("onnx_dir", onnx_dir)):
+        if value is not None and (not isinstance(value, (str, Path)) or not str(value).strip()):
+            raise (ValueError if isinstance(value, str) else TypeError)(
+                f"{name} must be a non-empty path (str or Path) or None, got {value!r}")
+    if not isinstance(runtime, str) or runtime not in RUNTIMES:
+        raise (ValueError if isinstance(runtime, str) else TypeError)(
+            f"runtime must be one of {list(RUNTIMES)}, got {runtime!r}")
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a str such as 'cpu' or 'cuda:0', got {type(device).__name__} {device!r}")
+    problem = device_problem(device)
+    if problem:
+        raise ValueError(f"device {problem}")
+    if threads is not None:
+        _check_int("threads", threads, 1, MAX_THREADS)
     pipeline = open_pipeline(model, checkpoint, vocoder, runtime, device, onnx_dir, threads)
     if pipeline.engine.name == "onnx":
         name = "onnx:" + Path(pipeline.engine.onnx_dir).name

@@ -43,6 +43,28 @@ def shipped_checkpoint(model: str) -> Path:
     return path
 
 
+def device_problem(device: str) -> str | None:
+    """Why `device` cannot run here (None when it can), to follow the option's name: a name torch does not know,
+    or a GPU that is absent.  "cpu" is answered without importing torch (start-up time)."""
+    if device == "cpu":
+        return None
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        return f"{device!r}: expected cpu, cuda or cuda:N"
+    if dev.type == "cpu":
+        return None
+    if dev.type != "cuda":
+        return f"{device!r}: expected cpu, cuda or cuda:N"
+    if not torch.cuda.is_available():
+        return f"{device!r}: no CUDA GPU is available here; use cpu"
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        return f"{device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+    return None
+
+
 def non_default_choices(model: str | None, checkpoint: str | Path | None, vocoder: str | None,
                         device: str) -> list[str]:
     """What, in a request for a voice, the ONNX export of the default voice does not hold."""

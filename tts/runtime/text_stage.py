@@ -1,12 +1,18 @@
 """The pipeline's text stage (tts.runtime.pipeline), torch-free: the sentence rules (a final stop, clause
 cuts of a sentence the model cannot speak whole, the pause between clause parts) that turn a text into the
 token sequences an engine speaks.  Plain Python: importing it costs nothing at start-up.
+
+Sentence by sentence: `iter_parts` finds, normalises and encodes one sentence at a time, as the parts are
+asked for, so that the first audio of any document comes as fast as that of its first sentence; and no
+sentence costs more than MAX_SENTENCE_CHARS of text work before its audio (a megabyte without a space or a
+stop is spoken in pieces as it is read, not normalised whole first).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 
@@ -23,6 +29,34 @@ _CLAUSE_BREAKS = (
                r"that|if|then)\b)", re.IGNORECASE),
     re.compile(r"\s+"),
 )
+
+
+# The longest text one sentence may be before it is cut, unread, into pieces at clause boundaries (else between
+# words, else anywhere).  Far above a real sentence (the corpus' longest is ~300 characters; the frontend's
+# 400-symbol limit is ~450), so only text without stops meets it: without it, one 1 MB "sentence" was
+# normalised and phonemised whole, then again in halves, before any audio (none within 150 s).
+MAX_SENTENCE_CHARS = 1000
+
+
+def bounded_pieces(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> Iterator[str]:
+    """`sentence` in pieces of at most `limit` characters, in order, cut at the strongest clause boundary in the
+    second half of each window (else the last space, else at the limit), each found by reading only its window:
+    linear in the length, and the first piece comes at once."""
+    rest = sentence.strip()
+    while len(rest) > limit:
+        window = rest[: limit + 1]  # a boundary right after the limit still makes a piece of `limit`
+        cut = 0
+        for pattern in _CLAUSE_BREAKS:
+            ends = [m.end() for m in pattern.finditer(window, limit // 2) if m.end() <= limit]
+            if ends:
+                cut = ends[-1]
+                break
+        cut = cut or limit
+        head, rest = rest[:cut].strip(), rest[cut:].strip()
+        if head:
+            yield head
+    if rest:
+        yield rest
 
 
 def split_clause(text: str) -> tuple[str, str] | None:
@@ -72,31 +106,103 @@ def encode_splitting(encode: Callable[[str], list[int]], sentence: str) -> list[
     return parts
 
 
-def prepare_parts(text: str, encode: Callable[[str], list[int]], pause_s: float) -> tuple[list[Part], list[str]]:
-    """THE text stage of both runtimes: `text` -> the parts to speak (sentences with a final stop; a sentence
-    over the frontend's max_symbols cut at clause boundaries, its parts joined by CLAUSE_PAUSE_S instead of the
-    sentence pause `pause_s`) and notes.  A sentence with nothing speakable is skipped with a note;
-    UnspeakableTextError when none is left."""
-    from tts.text import split_sentences
+def iter_parts(text: str, encode: Callable[[str], list[int]], pause_s: float, notes: list[str]) -> Iterator[Part]:
+    """THE text stage of both runtimes, one sentence at a time as the parts are asked for: `text` -> the parts to
+    speak (sentences with a final stop; a sentence over MAX_SENTENCE_CHARS cut unread into pieces, a piece over
+    the frontend's max_symbols cut at clause boundaries, the parts of a sentence joined by CLAUSE_PAUSE_S
+    instead of the sentence pause `pause_s`), appending notes to `notes` as it goes.  A sentence with nothing
+    speakable is skipped with a note; UnspeakableTextError (after the last sentence) when none was left."""
     from tts.text.errors import TextError, UnspeakableTextError
+    from tts.text.sentences import iter_sentences
 
-    parts: list[Part] = []
+    first_error: TextError | None = None
+    spoken = 0
+    for s in _sentences_or_text(iter_sentences(text), text):
+        pieces = list(bounded_pieces(with_final_stop(s)))  # the stop before the cut: only the last piece ends
+        if len(pieces) > 1:
+            notes.append(f"cut a sentence of {len(s)} characters (over {MAX_SENTENCE_CHARS}) into {len(pieces)} "
+                         f"pieces before reading it: {_short(s)!r}")
+        j = 0
+        for piece in pieces:
+            try:
+                encoded = encode_splitting(encode, piece)
+            except UnspeakableTextError as e:  # e.g. a sentence of only symbols: skip it, keep the rest
+                first_error = first_error or e
+                notes.append(f"skipped unspeakable sentence {_short(piece)!r}")
+                continue
+            if len(encoded) > 1:
+                notes.append(f"split a long sentence into {len(encoded)} parts at clause boundaries: {_short(piece)!r}")
+            for text_k, ids in encoded:
+                yield Part(text_k, ids, 0.0 if not spoken else CLAUSE_PAUSE_S if j else pause_s)
+                spoken += 1
+                j += 1
+    if not spoken:
+        raise first_error if first_error is not None else UnspeakableTextError(f"nothing speakable in {_short(text)!r}")
+
+
+def _sentences_or_text(sentences: Iterator[str], text: str) -> Iterator[str]:
+    """The sentences, or the text itself when it has none (only whitespace: the frontend names the error)."""
+    found = False
+    for s in sentences:
+        found = True
+        yield s
+    if not found:
+        yield text
+
+
+def prepare_parts(text: str, encode: Callable[[str], list[int]], pause_s: float) -> tuple[list[Part], list[str]]:
+    """`iter_parts` all at once -> (parts, notes)."""
     notes: list[str] = []
-    errors: list[TextError] = []
-    for s in split_sentences(text) or [text]:
+    return list(iter_parts(text, encode, pause_s, notes)), notes
+
+
+class PartStream:
+    """The parts of a text made as they are asked for (`iter_parts`) and kept once made: what a pipeline iterates
+    to speak a document sentence by sentence, its first audio after its first sentence's text work.
+
+    `first()` makes the first part now, so that bad text (empty, nothing speakable) is an error before any audio;
+    iterating yields the parts made so far, then makes the rest one at a time; `made` holds them in order (part k
+    is made[k]); `notes` fills as they are made; `text_s` sums the seconds spent making them."""
+
+    def __init__(self, text: str, encode: Callable[[str], list[int]], pause_s: float) -> None:
+        self.made: list[Part] = []
+        self.notes: list[str] = []
+        self.text_s = 0.0
+        self._source: Iterator[Part] | None = iter_parts(text, encode, pause_s, self.notes)
+
+    def _make_next(self) -> bool:
+        """Make one more part (False when the text is spent)."""
+        if self._source is None:
+            return False
+        t0 = time.perf_counter()
         try:
-            pieces_of_s = encode_splitting(encode, with_final_stop(s))
-        except UnspeakableTextError as e:  # e.g. a sentence of only symbols: skip it, keep the rest
-            errors.append(e)
-            notes.append(f"skipped unspeakable sentence {s!r}")
-            continue
-        if len(pieces_of_s) > 1:
-            notes.append(f"split a long sentence into {len(pieces_of_s)} parts at clause boundaries: {_short(s)!r}")
-        for j, (piece, ids) in enumerate(pieces_of_s):
-            parts.append(Part(piece, ids, 0.0 if not parts else CLAUSE_PAUSE_S if j else pause_s))
-    if not parts:
-        raise errors[0] if errors else UnspeakableTextError(f"nothing speakable in {text!r}")
-    return parts, notes
+            self.made.append(next(self._source))
+            return True
+        except StopIteration:
+            self._source = None
+            return False
+        finally:
+            self.text_s += time.perf_counter() - t0
+
+    def first(self) -> Part:
+        if not self.made:
+            self._make_next()  # the source raises bad text before its last sentence if nothing was speakable
+        return self.made[0]
+
+    def __iter__(self) -> Iterator[Part]:
+        k = 0
+        while k < len(self.made) or self._make_next():
+            yield self.made[k]
+            k += 1
+
+    def __getitem__(self, k: int) -> Part:
+        return self.made[k]
+
+    def all(self) -> list[Part]:
+        """Every part, made now."""
+        for _ in self:
+            pass
+        return self.made
 
 
 _TERMINAL = ".!?\u2026"

@@ -354,7 +354,8 @@ class G2P:
             "letter: %s",
             reason,
             len(words),
-            ", ".join(list(words)[:10]) + (" ..." if len(words) > 10 else ""),
+            # each word shortened: a line of text without spaces is one "word" up to a thousand letters long
+            ", ".join(w if len(w) <= 40 else w[:37] + "..." for w in list(words)[:10]) + (" ..." if len(words) > 10 else ""),
         )
 
 

@@ -16,6 +16,7 @@ periods.  Blank lines always split.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from tts.text.abbreviations import MONTHS, STREET_TYPES, TITLES
 
@@ -82,14 +83,33 @@ def _is_split(text: str, m: re.Match[str]) -> bool:
     return not (token.lower() in _BEFORE_NUMBER and nxt[0].isdigit())
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of `text`, stripped, in order; empty pieces are dropped."""
-    sentences: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+def _paragraphs(text: str) -> Iterator[str]:
+    start = 0
+    for m in _PARAGRAPH_BREAK.finditer(text):
+        yield text[start : m.start()]
+        start = m.end()
+    yield text[start:]
+
+
+def iter_sentences(text: str) -> Iterator[str]:
+    """The sentences of `split_sentences`, one at a time as they are found: the first sentence of a long document
+    comes after reading that sentence, not the document (the speech of a 5 MB text starts at once)."""
+    for paragraph in _paragraphs(text):
         start = 0
         for m in _CANDIDATE_RE.finditer(paragraph):
             if _is_split(paragraph, m):
-                sentences.append(paragraph[start : m.end()])
+                sentence = " ".join(paragraph[start : m.end()].split())
+                if sentence:
+                    yield sentence
                 start = m.end()
-        sentences.append(paragraph[start:])
-    return [s for s in (" ".join(p.split()) for p in sentences) if s]
+        sentence = " ".join(paragraph[start:].split())
+        if sentence:
+            yield sentence
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of `text`, stripped, in order; empty pieces are dropped."""
+    return list(iter_sentences(text))
