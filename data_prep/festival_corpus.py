@@ -78,6 +78,7 @@ class BuildSummary:
     n_failed: int = 0  # this run
     n_failed_total: int = 0  # listed in failures.jsonl for the planned IDs
     n_clipped: int = 0  # utterances where sox reported clipped samples (this run)
+    clipped_ids: list[str] = field(default_factory=list)  # which ones (a count alone named nothing to listen to)
     audio_seconds: float = 0.0  # whole corpus
     wall_seconds: float = 0.0
     splits: dict[str, int] = field(default_factory=dict)
@@ -92,9 +93,17 @@ class BuildSummary:
             f"failed in total {self.n_failed_total})\n"
             f"  audio: {self.audio_seconds / 3600:.2f} h ({self.audio_seconds:.0f} s)\n"
             f"  wall time: {self.wall_seconds:.0f} s (this run; {rtf:.4f} s per audio second overall)\n"
-            f"  clipped (this run): {self.n_clipped}\n"
+            f"  clipped (this run): {self.n_clipped}{clipped_list(self.clipped_ids)}\n"
             f"  splits: " + ", ".join(f"{k} {v}" for k, v in self.splits.items())
         )
+
+
+def clipped_list(ids: list[str], shown: int = 10) -> str:
+    """": slt_00012, slt_00480" (the first `shown`, then how many more), or nothing."""
+    if not ids:
+        return ""
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ": " + ", ".join(sorted(ids)[:shown]) + more
 
 
 def plan(texts: list[str], n: int) -> list[Planned]:
@@ -207,14 +216,17 @@ class _Progress:
     def __init__(self, total: int, every: int = 100) -> None:
         self.total, self.every = total, every
         self.done = self.failed = self.clipped = 0
+        self.clipped_ids: list[str] = []
         self.lock = threading.Lock()
         self.t0 = time.monotonic()
 
-    def tick(self, ok: bool, clipped: bool = False) -> None:
+    def tick(self, ok: bool, clipped: bool = False, utt_id: str | None = None) -> None:
         with self.lock:
             self.done += ok
             self.failed += not ok
             self.clipped += clipped
+            if clipped and utt_id:
+                self.clipped_ids.append(utt_id)
             n = self.done + self.failed
             if n % self.every == 0 or n == self.total:
                 dt = time.monotonic() - self.t0
@@ -238,7 +250,7 @@ def _shard_worker(work: queue.Queue[Planned], out_dir: Path, timeout_s: float, p
                 return
             try:
                 _, clipped = synth_utterance(fest, out_dir, item)
-                progress.tick(ok=True, clipped=clipped)
+                progress.tick(ok=True, clipped=clipped, utt_id=item.id)
             except (FestivalError, ResampleError, RuntimeError, OSError) as e:
                 if stop.is_set():
                     return  # interrupted: not the sentence's fault, retried on the next run
@@ -329,6 +341,7 @@ def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dic
     if errors and not work.empty():
         raise RuntimeError(f"festival could not be started: {errors[0]}") from errors[0]
     summary.n_synthesised, summary.n_failed, summary.n_clipped = progress.done, progress.failed, progress.clipped
+    summary.clipped_ids = list(progress.clipped_ids)
     try:
         (out_dir / ".festival32k").rmdir()  # only Festival's temporary 32 kHz files lived there
     except OSError:

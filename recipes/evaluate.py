@@ -58,7 +58,10 @@ from data_prep.atomic import write_json_atomic
 from tts.audio import MelConfig, MelSpectrogram, save_wav
 from tts.data.corpus import CorpusError, features_path, load_features, read_metadata, read_split, wav_path
 from tts.evaluation.systems import SYSTEM_KINDS, SYSTEM_VOCODER, SystemSpec
+from tts.evaluation.asr import ASRModelMissingError
+from tts.evaluation.naturalness import QualityModelMissingError
 from tts.runtime.pipeline import ItemResult
+from tts.training.cli import recipe_entry, user_errors
 
 log = logging.getLogger(__name__)
 
@@ -529,9 +532,10 @@ def run(cfg: DictConfig) -> dict:
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
+@user_errors(extra=(EvaluationConfigError, ASRModelMissingError, QualityModelMissingError))
 def main(cfg: DictConfig) -> None:
     run(cfg)
 
 
 if __name__ == "__main__":
-    main()
+    recipe_entry(main)
