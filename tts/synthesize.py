@@ -465,10 +465,14 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
         repairs = dict(ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed)
         stream = PcmStdout(sample_rate) if to_stdout else AudioFile(reserved[0], args.out, sample_rate)
         progress = None
+        open_line: list[bool] = []  # a progress line without its total is ended after the run
         if not args.quiet:
-            def progress(done: int, total: int) -> None:
-                if total > 1:
-                    print(f"\r  {done}/{total} sentences", end="\n" if done == total else "", file=sys.stderr, flush=True)
+            def progress(done: int, total: int | None) -> None:
+                # total None: a pipeline that makes the parts as it speaks them knows it only at the end
+                if total is None or total > 1:
+                    shown = f"{done}/{total}" if total is not None else f"{done}"
+                    print(f"\r  {shown} sentences", end="\n" if done == total else "", file=sys.stderr, flush=True)
+                    open_line[:] = [total is None]
         try:
             if args.stream:
                 result = stream_to(pipeline, stream, text, controls, repairs)
@@ -476,6 +480,8 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
                 result = pipeline.synthesize(text, controls, batch_size=args.batch_size, progress=progress,
                                              sink=stream.write, **repairs)
             stream.commit()
+            if any(open_line):
+                print(file=sys.stderr, flush=True)
         finally:
             stream.close()  # after a failure or Ctrl-C: closed before main removes the temp file
     except TextError as e:
