@@ -14,6 +14,12 @@ hidden reference "gt":
     python -m recipes.listening_test build --data data/slt --with-ground-truth \
         --synth ar=checkpoints/ar.pt --synth nar_k4=checkpoints/nar.pt,k=4 --out TESTDIR --mos See tts/listening/build.py for the
 normalisation and the test.json layout; then serve with `python -m tts.listening serve --test TESTDIR`.
+
+Measure a build against scripted raters (issue 33): how many fake raters one machine gets counted in
+--minutes, against a fresh server of the test on loopback with the default limits (the attacker's one
+IPv6 /64 arrives through a trusted local proxy); writes OUT/attack.json and OUT/attack.md:
+
+    python -m recipes.listening_test attack --test TESTDIR --out docs/results/listening_attack [--minutes 6]
 """
 
 from __future__ import annotations
@@ -73,7 +79,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="rebuild a folder that holds results, after moving them to TESTDIR/archive/")
     b.add_argument("--invite-codes", type=int, default=0, metavar="N",
                    help="write N single-use invite codes to TESTDIR/invite_codes.txt; serve then requires one")
+    a = sub.add_parser("attack", help="measure how many scripted raters one machine gets counted")
+    a.add_argument("--test", required=True, type=Path, help="a built TESTDIR (its results are not touched)")
+    a.add_argument("--out", required=True, type=Path)
+    a.add_argument("--minutes", type=float, default=6.0)
+    a.add_argument("--concurrency", type=int, default=10)
     args = ap.parse_args(argv)
+    if args.cmd == "attack":
+        return attack(args)
     try:
         if results_in(args.out) and not args.force:  # before any synthesis: fail fast
             raise ValueError(f"{args.out} holds results ({', '.join(p.name for p in results_in(args.out))}); "
@@ -109,6 +122,74 @@ def main(argv: list[str] | None = None) -> int:
               "even when spoken fast: their file size sets them apart (use longer sentences)", file=sys.stderr)
     if "beeps" in norm.get("mos_checks", []):
         print("warning: espeak-ng not found: MOS checks are beeps, which a script can count", file=sys.stderr)
+    return 0
+
+
+def attack(args: argparse.Namespace) -> int:
+    """Serve a copy of the test with default limits, attack it from one /64 for --minutes, report."""
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+
+    from recipes.bench.speech_server import free_port, wait_until_healthy
+    from tts.listening.build import load_test
+    from tts.listening.db import all_answers
+    from tts.listening.report import analyse
+    from tts.listening.scripted import HOSTILE, measure_attack
+
+    test = load_test(args.test)
+    work = Path(tempfile.mkdtemp(prefix="listening-attack-"))
+    shutil.copy(args.test / "test.json", work / "test.json")
+    (work / test["audio_dir"]).parent.mkdir(parents=True)
+    (work / test["audio_dir"]).symlink_to((args.test / test["audio_dir"]).resolve())
+    db, port = work / "results.sqlite", free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "tts.listening", "serve", "--test", str(work), "--db", str(db),
+                             "--port", str(port), "--trusted-proxy", "127.0.0.1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_until_healthy(proc, url + "/healthz", 60, proc.stdout)
+        t0 = time.monotonic()
+        runs = measure_attack(url, args.minutes, concurrency=args.concurrency)
+        wall = time.monotonic() - t0
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    res = analyse(test, all_answers(db), bootstrap=500)
+    by_id = {r.rater_id: r.strategy for r in runs if r.rater_id}
+    per = {s: {"attempts": 0, "sessions": 0, "answers_stored": 0, "finished": 0, "counted": 0} for s in HOSTILE}
+    for r in runs:
+        p = per[r.strategy]
+        p["attempts"] += 1
+        p["sessions"] += r.session_status == 200
+        p["answers_stored"] += r.answered
+        p["finished"] += r.done
+        p["counted"] += bool(r.rater_id and res["raters"].get(r.rater_id, {}).get("counted"))
+    counted = sum(p["counted"] for p in per.values())
+    summary = {"test_id": test["test_id"], "minutes": round(wall / 60, 2), "concurrency": args.concurrency,
+               "limits": "defaults: 20 sessions/hour per client (IPv6 /64), 600 requests/minute",
+               "per_strategy": per, "sessions": sum(p["sessions"] for p in per.values()),
+               "attempts": len(runs), "counted": counted, "counted_per_hour": round(counted * 60 / (wall / 60), 2),
+               "excluded": {"failed_attention": len(set(res["failed_attention"]) & set(by_id)),
+                            "checks_incomplete": len(set(res["checks_incomplete"]) & set(by_id)),
+                            "flagged": len(set(res["flagged"]) & set(by_id)),
+                            "too_fast": len(set(res["too_fast"]) & set(by_id))},
+               "ab_rater_level_p_of_counted_bots": [p["p_value_raters"] for p in res["ab"]]}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "attack.json").write_text(json.dumps(summary, indent=1))
+    lines = [f"# Scripted raters against one listening test, {summary['minutes']} minutes from one machine", "",
+             f"Server: loopback, default limits ({summary['limits']}); the attacker's addresses: one IPv6 /64, "
+             f"fresh address per session, through a trusted proxy. Test {test['test_id']}.", "",
+             "| strategy | session attempts | sessions | answers stored | finished | counted |", "|---|---|---|---|---|---|"]
+    lines += [f"| {s} | {p['attempts']} | {p['sessions']} | {p['answers_stored']} | {p['finished']} | {p['counted']} |"
+              for s, p in per.items()]
+    lines += ["", f"Counted: {counted} fake raters ({summary['counted_per_hour']} per hour). Not counted: "
+              + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary["excluded"].items()) + "."]
+    (args.out / "attack.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

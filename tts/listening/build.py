@@ -52,7 +52,7 @@ RESULT_GLOBS = ("*.sqlite*", "*.db", "*.db-*", "*.sqlite3*")
 SQLITE_MAGIC = b"SQLite format 3\0"
 ATTENTION_YES, ATTENTION_NO = "attention-yes", "attention-no"  # labels of an A/B check's clean / damaged side
 PROMPT_VARIANTS = 2  # spoken MOS checks per score
-PROMPT_TRIES = 8
+PROMPT_TRIES = 12
 
 
 def new_id() -> str:
@@ -186,16 +186,18 @@ def build_test(systems: dict[str, Path], out: Path, n: int = 20, mos: bool = Fal
         lengths = sorted(set(length.values()))
         for score in range(1, 6):
             for _ in range(PROMPT_VARIANTS):
-                for hurry in range(PROMPT_TRIES):  # other wording, voice, and faster, until it fits a sentence
+                # a real sentence group's length, drawn first (then the check's size is a real clip's size,
+                # at no particular length); redrawn shorter and faster until the prompt fits it
+                goal = build_rng.choice(lengths)
+                for hurry in range(PROMPT_TRIES):
                     x, drawn = checks.spoken_prompt(score, build_rng, sr, hurry)
                     x = trim_silence(x, sr)
-                    if 2 * lead + len(x) <= lengths[-1]:
+                    if 2 * lead + len(x) <= goal:
                         break
                 prompt_kinds.add(drawn["kind"])
-                # the length of a real sentence group it fits (then its size is a real clip's size)
-                total = next((L for L in lengths if L >= 2 * lead + len(x)), None)
-                if total is None:
-                    total, too_long = 2 * lead + len(x), too_long + 1
+                fits = [L for L in lengths if L >= 2 * lead + len(x)]
+                total = goal if goal in fits else (build_rng.choice(fits) if fits else 2 * lead + len(x))
+                too_long += not fits
                 tok = store(x, total, {"system": None, "sentence": None, "attention": True})
                 items.append({"id": new_id(), "type": "mos", "attention": True, "expected": score, "audio": [tok]})
     random.SystemRandom().shuffle(items)  # test.json order says nothing either

@@ -29,6 +29,9 @@ from .clips import load_mono, resample
 DAMAGE = ("noise", "dropouts", "crush")
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
 TEMPLATES = (
+    "Answer {n}.",
+    "Choose {n}, please.",
+    "Select {n} here.",
     "Please answer {n} on this page.",
     "For this recording, choose {n}.",
     "To show that you are listening, select {n}.",
@@ -60,8 +63,8 @@ def degrade(x: np.ndarray, sr: int, kind: str, rng: np.random.Generator) -> np.n
 
 def spoken_prompt(score: int, rng: random.Random, sample_rate: int, hurry: int = 0) -> tuple[np.ndarray, dict]:
     """A spoken request for `score` (wording, voice, speed and pitch from rng) at sample_rate, and what
-    was drawn; N beeps without espeak-ng. `hurry` k speeds it up by 20 k words a minute (the build retries
-    with a higher k when the prompt is longer than every sentence of the test)."""
+    was drawn; N beeps without espeak-ng. `hurry` k speeds it up by 10 k words a minute, up to 230 (still
+    easy to follow); the build retries with a higher k until the prompt fits the sentence length it drew."""
     espeak = shutil.which("espeak-ng")
     if espeak is None:
         t = np.arange(int(0.15 * sample_rate)) / sample_rate
@@ -70,7 +73,7 @@ def spoken_prompt(score: int, rng: random.Random, sample_rate: int, hurry: int =
         gap = np.zeros(int(rng.uniform(0.2, 0.35) * sample_rate))
         return np.concatenate([np.concatenate([beep, gap]) for _ in range(score)]), {"kind": "beeps"}
     text = rng.choice(TEMPLATES).format(n=NUMBER_WORDS[score])
-    voice, speed, pitch = rng.choice(VOICES), min(320, rng.randint(135, 175) + 20 * hurry), rng.randint(30, 70)
+    voice, speed, pitch = rng.choice(VOICES), min(230, rng.randint(135, 175) + 10 * hurry), rng.randint(30, 70)
     with tempfile.TemporaryDirectory() as td:
         raw = Path(td) / "prompt.wav"
         subprocess.run([espeak, "-v", voice, "-s", str(speed), "-p", str(pitch), "-w", str(raw), text],

@@ -128,7 +128,8 @@ def _play(c: httpx.Client, url: str, run: RaterRun, strategy: str, page: dict, k
             seconds += _wav_seconds(len(r.content), r.content)
         body["proofs"] = proofs
         if strategy != "no_wait":
-            time.sleep(0.9 * seconds + 0.05)  # the server's clock: 90 % of the page's audio
+            # the page's whole audio: the server takes 90 %, the report's timing rule wants 100 %
+            time.sleep(seconds + 0.05)
         if strategy == "honest" and answer is not None:
             return {**body, **answer(page, run.rater_id)}
         if strategy == "by_size":
@@ -140,6 +141,15 @@ def _play(c: httpx.Client, url: str, run: RaterRun, strategy: str, page: dict, k
     if page["type"] == "ab":
         return {**body, "choice": rng.choice(["A", "B", "none"])}
     return {**body, "score": rng.randint(1, 5)}
+
+
+def _in_threads(worker: Callable[[], None], concurrency: int, deadline: float) -> None:
+    """Run `worker` in `concurrency` threads; wait for them until a minute past the deadline."""
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(1.0, deadline - time.monotonic() + 60))
 
 
 def run_many(url: str, strategy: str, n: int, concurrency: int = 8, deadline_s: float = 120.0,
@@ -163,9 +173,37 @@ def run_many(url: str, strategy: str, n: int, concurrency: int = 8, deadline_s: 
             with lock:
                 out.append(r)
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(max(1.0, deadline - time.monotonic() + 30))
+    _in_threads(worker, concurrency, deadline)
+    return out
+
+
+HOSTILE = ("headers_only", "no_wait", "by_size", "constant", "random")
+
+
+def measure_attack(url: str, minutes: float, ipv6_prefix: str = "2001:db8:77:1", strategies=HOSTILE,
+                   concurrency: int = 10, seed: int = 0) -> list[RaterRun]:
+    """One attacking machine for `minutes`: scripted raters of every hostile strategy in turn, `concurrency`
+    at a time, each from a fresh address of one IPv6 /64 (sent as X-Forwarded-For: the server must trust
+    127.0.0.1 as its proxy for this to mean anything), retrying a new session every 5 s while refused.
+    Returns every session attempt; the caller counts what the report kept."""
+    _check_loopback(url)
+    rng = random.Random(seed)
+    deadline = time.monotonic() + 60 * minutes
+    out: list[RaterRun] = []
+    lock = threading.Lock()
+    turn = [0]
+
+    def worker():
+        while time.monotonic() < deadline:
+            with lock:
+                strategy = strategies[turn[0] % len(strategies)]
+                turn[0] += 1
+                address = f"{ipv6_prefix}:{rng.getrandbits(16):x}:{rng.getrandbits(16):x}:{rng.getrandbits(16):x}:{rng.getrandbits(16):x}"
+            r = run_rater(url, strategy, seed=rng.getrandbits(32), forwarded_for=address, deadline=deadline)
+            with lock:
+                out.append(r)
+            if r.session_status != 200:
+                time.sleep(5.0)
+
+    _in_threads(worker, concurrency, deadline)
     return out
