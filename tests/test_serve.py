@@ -307,14 +307,17 @@ def test_onnx_runtime_server():
 
 
 def test_server_start_errors_are_one_line(tmp_path):
+    """A missing checkpoint is exit 4 as in the CLI (README's exit codes), a bad setting 2; one line each."""
     import subprocess
     import sys
 
+    from recipes.bench.speech_server import free_port
     from tts.paths import REPO_ROOT
 
-    run = [sys.executable, "-m", "tts.serve", "--port", "1"]
+    run = [sys.executable, "-m", "tts.serve", "--port", str(free_port())]
     out = subprocess.run([*run, "--checkpoint", str(tmp_path / "missing.pt")], cwd=REPO_ROOT, capture_output=True,
                          text=True, timeout=120)
-    assert out.returncode == 2 and out.stderr.startswith("error:") and "missing.pt" in out.stderr
+    assert out.returncode == 4 and out.stderr.startswith("error:") and "missing.pt" in out.stderr
+    assert out.stderr.count("\n") == 1
     out = subprocess.run([*run, "--max-batch", "0"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "--max-batch >= 1" in out.stderr
+    assert out.returncode == 2 and "--max-batch must be in [1, 1024]" in out.stderr

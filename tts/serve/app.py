@@ -5,6 +5,11 @@ the text is prepared (`Pipeline.utterance`: sentence split, over-long sentences 
 boundaries) on the thread pool, its parts are spoken by the shared `Batcher`, and the response streams each
 part as soon as its batch is vocoded.  The status line waits for the first part, so a request that cannot
 start (busy server, a failed batch) still gets a proper status; a failure after that ends the stream early.
+
+A client that hangs up cancels its request at once, before its first audio as after it (no more parts
+of it are spoken).  Each response has at most `ServeLimits.parts_ahead` parts spoken and not yet sent
+(the batcher's job window): a client that stops reading pauses its own synthesis, and the connection
+layer (tts/serve/connections.py) drops it after its send timeout.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +35,7 @@ from tts.serve.batcher import Batcher, BatcherBusy, Job
 from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder
 from tts.serve.page import page_html
 from tts.text.errors import TextError
-from tts.web_limits import BodyLimit, RateLimiter
+from tts.web_limits import BodyLimit, HostCheck, RateLimiter
 
 MODEL_ALIASES = ("tts-1", "tts-1-hd")  # OpenAI's model names, accepted for client compatibility
 VOICES = ("default",)  # one voice per server: the loaded one
@@ -53,13 +59,18 @@ class ServeLimits:
     request_timeout_s: float = 300.0  # the whole response; past it the stream is ended early
     requests_per_minute: float = 600.0  # per client address; 0 = no limit (the loopback load test)
     seed: int = 0  # the refiner noise seed of every request (the same text gives the same audio)
+    parts_ahead: int = 4  # parts of a response spoken and not yet sent (back-pressure; memory per client)
+    max_head_bytes: int = 16 * 1024  # request line + headers (431 past it)
 
     def __post_init__(self) -> None:
-        for name in ("max_chars", "max_body_bytes", "first_audio_timeout_s", "request_timeout_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if self.requests_per_minute < 0:
-            raise ValueError(f"requests_per_minute must be >= 0, got {self.requests_per_minute!r}")
+        # "not x <= v <= y" also refuses NaN; the upper bounds only catch absurd values (a year of seconds)
+        for name, low, high in (("max_chars", 1, 10**7), ("max_body_bytes", 64, 2**30),
+                                ("first_audio_timeout_s", 1e-3, 86400), ("request_timeout_s", 1e-3, 86400 * 7),
+                                ("requests_per_minute", 0, 10**9), ("seed", 0, 2**31 - 1), ("parts_ahead", 1, 1024),
+                                ("max_head_bytes", 1024, 2**20)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
 
 
 class SpeechIn(BaseModel):
@@ -90,13 +101,16 @@ def error_body(message: str, param: str | None = None, code: str | None = None,
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-class HeadersAndRateLimit:
-    """SECURITY_HEADERS on every response, and 429 for a client address over its requests per minute on
-    /v1/.  Plain ASGI, not @app.middleware("http"): that one re-wraps a streamed body and ends it normally
-    when the app fails mid-stream, so a cut response would reach the client looking complete."""
+class RequestGate:
+    """Before any route: a Host outside the allow-list is 421 (DNS rebinding, tts.web_limits.HostCheck), a
+    request head over `max_head_bytes` 431 (one that arrived whole in one read: the connection layer
+    refuses an incomplete one), and a client address over its requests per minute on /v1/ 429; and
+    SECURITY_HEADERS go on every response.  Plain ASGI, not @app.middleware("http"): that one re-wraps a
+    streamed body and ends it normally when the app fails mid-stream, so a cut response would reach the
+    client looking complete."""
 
-    def __init__(self, app, limiter: RateLimiter | None) -> None:
-        self.app, self.limiter = app, limiter
+    def __init__(self, app, limiter: RateLimiter | None, hosts: HostCheck | None, max_head_bytes: int) -> None:
+        self.app, self.limiter, self.hosts, self.max_head_bytes = app, limiter, hosts, max_head_bytes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -107,22 +121,46 @@ class HeadersAndRateLimit:
                 MutableHeaders(scope=message).update(SECURITY_HEADERS)
             await send(message)
 
+        def refuse(status: int, message: str, code: str, headers: dict[str, str] | None = None):
+            return JSONResponse(error_body(message, code=code), status_code=status, headers=headers)
+
+        headers = scope["headers"]
+        head = len(scope.get("raw_path") or b"") + len(scope["query_string"]) + sum(len(k) + len(v) + 4
+                                                                                    for k, v in headers)
+        host = next((v for k, v in headers if k == b"host"), None)
         client = scope["client"][0] if scope.get("client") else "?"
-        if self.limiter is not None and scope["path"].startswith("/v1/") and not self.limiter.allow("request", client):
-            resp = JSONResponse(error_body("too many requests from this address", code="rate_limited"),
-                                status_code=429, headers={"Retry-After": "10"})
-            return await resp(scope, receive, with_headers)
-        return await self.app(scope, receive, with_headers)
+        if head > self.max_head_bytes:
+            resp = refuse(431, f"request head over {self.max_head_bytes} bytes", "header_too_large",
+                          {"Connection": "close"})
+        elif self.hosts is not None and not self.hosts.allows(host):
+            resp = refuse(421, "this server does not answer for the Host "
+                               f"{host.decode('latin-1')[:100]!r} (start it with --allow-host NAME)", "bad_host")
+        elif (self.limiter is not None and scope["path"].startswith("/v1/")
+              and not self.limiter.allow("request", client)):
+            resp = refuse(429, "too many requests from this address", "rate_limited", {"Retry-After": "10"})
+        else:
+            return await self.app(scope, receive, with_headers)
+        return await resp(scope, receive, with_headers)
 
 
-def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits()) -> FastAPI:
-    """The app over a loaded voice and its running batcher (the caller stops the batcher)."""
+async def client_gone(receive) -> None:
+    """Returns when the client has hung up (its request body already read: the next ASGI message is the
+    disconnect)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits(), hosts: HostCheck | None = None,
+               connections: Callable[[], dict[str, int]] | None = None) -> FastAPI:
+    """The app over a loaded voice and its running batcher (the caller stops the batcher); `hosts` the Host
+    allow-list (None: any Host), `connections` the connection layer's counters for /health."""
     app = FastAPI(title="tts speech server", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes, too_large=lambda message: JSONResponse(
         error_body(message, code="body_too_large"), status_code=413,
         headers={**SECURITY_HEADERS, "Connection": "close"}))
     limiter = RateLimiter({"request": (limits.requests_per_minute, 60.0)}) if limits.requests_per_minute else None
-    app.add_middleware(HeadersAndRateLimit, limiter=limiter)  # outermost: its headers go on every answer
+    # outermost: its headers go on every answer
+    app.add_middleware(RequestGate, limiter=limiter, hosts=hosts, max_head_bytes=limits.max_head_bytes)
     sample_rate = voice.sample_rate
     model_id = voice.name
     started = int(time.time())
@@ -158,7 +196,8 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
     async def health():
         return {"status": "ok", "model": model_id, "runtime": voice.runtime, "torch_loaded": "torch" in sys.modules,
                 "sample_rate": sample_rate,
-                "pending_requests": batcher.pending(), "max_batch": batcher.max_batch, "batches": batcher.stats.as_dict()}
+                "pending_requests": batcher.pending(), "max_batch": batcher.max_batch, "batches": batcher.stats.as_dict(),
+                **({"connections": connections()} if connections is not None else {})}
 
     @app.get("/v1/models")
     async def models():
@@ -190,7 +229,7 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
                                 "send it in several requests", "input", "input_too_long")
 
     @app.post("/v1/audio/speech")
-    async def speech(req: SpeechIn):
+    async def speech(req: SpeechIn, request: Request):
         check(req)
         speed = None if req.speed == 1.0 else req.speed  # 1.0 = the voice's own rate, as with no control
         loop = asyncio.get_running_loop()
@@ -199,29 +238,50 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
         def deliver(k: int, item) -> None:
             loop.call_soon_threadsafe(parts.put_nowait, (k, item))
 
+        # the body is read: the next message is the hang-up.  Watched until the response starts (then
+        # StreamingResponse watches it and cancels body()), so a client that leaves while its request waits
+        # for the first audio frees its place and has nothing more spoken
+        gone = asyncio.ensure_future(client_gone(request.receive))
+        job = None
         try:
-            controls = voice.controls(seed=limits.seed, speed=speed)
-            utt = await run_in_threadpool(voice.pipeline.utterance, req.input, controls)
-            job = Job(utt, deliver)
-        except TextError as e:
-            raise ApiError(400, f"input: {e}", "input", "bad_text") from e
-        except ValueError as e:  # a control this model lacks (speed on an AR voice)
-            raise ApiError(400, str(e), "speed") from e
-        try:
-            batcher.submit(job)
-        except BatcherBusy as e:
-            raise ApiError(503, f"server busy: {e}; retry later", code="busy") from e
-        deadline = time.monotonic() + limits.request_timeout_s
-        try:
-            first = await asyncio.wait_for(parts.get(), limits.first_audio_timeout_s)
-        except asyncio.TimeoutError:
-            job.cancelled = True
-            raise ApiError(503, f"server busy: no audio within {limits.first_audio_timeout_s:g} s; retry later",
-                           code="busy") from None
+            try:
+                controls = voice.controls(seed=limits.seed, speed=speed)
+                utt = await run_in_threadpool(voice.pipeline.utterance, req.input, controls)
+                job = Job(utt, deliver, window=limits.parts_ahead)
+            except TextError as e:
+                raise ApiError(400, f"input: {e}", "input", "bad_text") from e
+            except ValueError as e:  # a control this model lacks (speed on an AR voice)
+                raise ApiError(400, str(e), "speed") from e
+            if gone.done():
+                return Response(status_code=499)  # nginx's "client closed request": for the log only
+            try:
+                batcher.submit(job)
+            except BatcherBusy as e:
+                raise ApiError(503, f"server busy: {e}; retry later", code="busy") from e
+            deadline = time.monotonic() + limits.request_timeout_s
+            getter = asyncio.ensure_future(parts.get())
+            try:
+                await asyncio.wait({getter, gone}, timeout=limits.first_audio_timeout_s,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                getter.cancel()  # a no-op once it has its part
+            if not getter.done() or getter.cancelled():
+                batcher.cancel(job)
+                if gone.done():
+                    return Response(status_code=499)
+                raise ApiError(503, f"server busy: no audio within {limits.first_audio_timeout_s:g} s; retry later",
+                               code="busy")
+            first = getter.result()
+        except BaseException:
+            if job is not None:
+                batcher.cancel(job)
+            raise
+        finally:
+            gone.cancel()
         if first[0] < 0 and isinstance(first[1], TextError):
             raise ApiError(400, f"input: {first[1]}", "input", "bad_text")
         if first[0] < 0:
-            job.cancelled = True
+            batcher.cancel(job)
             raise ApiError(503 if isinstance(first[1], BatcherBusy) else 500, f"synthesis failed: {first[1]}",
                            code="synthesis_failed")
         encoder = Encoder(req.response_format, sample_rate)
@@ -230,12 +290,17 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
             """Part k with the pause before it."""
             return encoder.piece(np.concatenate([voice.pipeline.silence(utt.parts[k].pause_s), wave]))
 
-        async def body():
+        async def body(k: int, item: np.ndarray):
             # an error after the status line is raised: uvicorn then drops the connection without the final
             # chunk, so the client sees an incomplete response rather than a short "complete" one
+            head = encoder.start()
             try:
-                yield encoder.start() + chunk(*first)
                 while True:
+                    data, head = head + chunk(k, item), b""
+                    del item  # the wave is encoded: while the send below waits, only its bytes are held
+                    if data:
+                        yield data  # returns when the bytes are in the transport (which pauses a non-reader)
+                    batcher.consumed(job)  # part k is passed on: the job's window opens by one
                     left = deadline - time.monotonic()
                     try:
                         k, item = await asyncio.wait_for(parts.get(), max(left, 0.0))
@@ -246,13 +311,11 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
                             raise StreamAborted(f"synthesis failed: {item}")
                         yield encoder.finish()
                         return
-                    if data := chunk(k, item):
-                        yield data
             finally:
-                job.cancelled = True  # the client went away or the stream ended: drop what is left
+                batcher.cancel(job)  # the client went away or the stream ended: drop what is left
 
         headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store", "X-Parts": str(len(utt.parts))}
-        return StreamingResponse(body(), media_type=MEDIA_TYPES[req.response_format], headers=headers)
+        return StreamingResponse(body(*first), media_type=MEDIA_TYPES[req.response_format], headers=headers)
 
     return app
 

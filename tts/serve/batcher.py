@@ -9,6 +9,10 @@ batch is padded to its longest part: on a CPU a short sentence padded to a long 
 saves), speaks them with ONE `Pipeline.speak` call (either engine) and hands each wave to its job.  Part k of a request gets the noise of (seed, k) whatever batch it lands in, so a request sounds the
 same alone or batched (tests/test_serve.py compares it with `Pipeline.synthesize`).  `max_batch=1` is the
 one-at-a-time baseline the load test compares against.
+
+Back-pressure: a job with a `window` is taken only while fewer than `window` of its parts are spoken and not
+yet `consumed` (sent on by its request), so a client that stops reading pauses its own synthesis (its
+audio does not pile up in the server) while the others go on.
 """
 
 from __future__ import annotations
@@ -36,9 +40,23 @@ class Job:
 
     utterance: "Utterance"
     deliver: Callable[[int, Any], None]
+    # back-pressure: at most this many parts spoken and not yet `Batcher.consumed` (None: no bound).  A
+    # client that stops reading stops taking its parts, so its synthesis pauses instead of queueing audio
+    window: int | None = None
     next_part: int = 0  # the next part to put in a batch
+    consumed: int = 0  # parts the request has passed on (sent); guarded by the batcher's lock
     cancelled: bool = False  # the client went away: its remaining parts are dropped
     submitted: float = field(default_factory=time.monotonic)
+
+    def takeable(self) -> int:
+        """How many parts could go into a batch now: 0 when cancelled, done, or its window is full."""
+        if self.cancelled:
+            return 0
+        left = len(self.utterance.parts) - self.next_part
+        return left if self.window is None else max(0, min(left, self.window - (self.next_part - self.consumed)))
+
+    def ready(self) -> bool:
+        return self.takeable() > 0
 
     @property
     def key(self) -> tuple:
@@ -89,16 +107,31 @@ class _Worker:
         with self.cond:
             return len(self.jobs)
 
-    def stop(self) -> None:
+    def consumed(self, job: Job, parts: int = 1) -> None:
+        """The request of `job` has passed on `parts` more parts (its window opens by as many); called from
+        any thread."""
+        with self.cond:
+            job.consumed += parts
+            self.cond.notify()
+
+    def cancel(self, job: Job) -> None:
+        """The request's client went away: none of its remaining parts is spoken; called from any thread."""
+        with self.cond:
+            job.cancelled = True
+            self.cond.notify()  # the worker drops it from the queue
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """No new batch starts; waits up to `timeout` s for the one in progress."""
         with self.cond:
             self._stopped = True
             self.cond.notify_all()
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=timeout)
 
     def _loop(self) -> None:
         while True:
             with self.cond:
-                while not self._stopped and not self.jobs:
+                # jobs whose window is full (their clients are not reading) wait for `consumed`
+                while not self._stopped and not self._has_work():
                     self.cond.wait()
                 if self._stopped:
                     break
@@ -109,6 +142,11 @@ class _Worker:
             for job in self.jobs:
                 job.deliver(-1, BatcherBusy("the server is shutting down"))
             self.jobs.clear()
+
+    def _has_work(self) -> bool:
+        for gone in [j for j in self.jobs if j.cancelled]:
+            self.jobs.remove(gone)
+        return any(j.ready() for j in self.jobs)
 
     def _take_work(self) -> Any:
         raise NotImplementedError
@@ -127,16 +165,16 @@ class Batcher(_Worker):
         super().__init__(pipeline, max_jobs, "tts-batcher")
 
     def _waiting_parts(self) -> int:
-        return sum(len(j.utterance.parts) - j.next_part for j in self.jobs if not j.cancelled)
+        return sum(j.takeable() for j in self.jobs)
 
     def _take(self) -> list[tuple[Job, int]]:
         """Up to max_batch (job, part index) pairs, round-robin over the jobs sharing the first job's key;
         jobs with nothing left to take leave the queue, served ones move to its back (fairness)."""
         for job in [j for j in self.jobs if j.cancelled]:
             self.jobs.remove(job)
-        if not self.jobs:
+        first = next((j for j in self.jobs if j.ready()), None)
+        if first is None:
             return []
-        first = self.jobs[0]
         key = first.key
         anchor = len(first.utterance.parts[first.next_part].ids)  # tokens of the batch's first part
         taken: list[tuple[Job, int]] = []
@@ -146,7 +184,7 @@ class Batcher(_Worker):
             for job in self.jobs:
                 if len(taken) >= self.max_batch:
                     break
-                if job.key != key or job.next_part >= len(job.utterance.parts):
+                if job.key != key or not job.ready():
                     continue
                 n = len(job.utterance.parts[job.next_part].ids)
                 if n > anchor * self.max_pad_ratio or n * self.max_pad_ratio < anchor:

@@ -40,14 +40,14 @@ class Encoder:
         if fmt not in FORMATS:
             raise ValueError(f"response_format must be one of {list(FORMATS)}, got {fmt!r}")
         self.fmt, self.sample_rate = fmt, sample_rate
-        self._flac: list[np.ndarray] = []
+        self._flac: list[bytes] = []  # the whole audio until finish(): kept as 16-bit, half of float32
 
     def start(self) -> bytes:
         return wav_stream_header(self.sample_rate) if self.fmt == "wav" else b""
 
     def piece(self, wave: np.ndarray) -> bytes:
         if self.fmt == "flac":
-            self._flac.append(np.asarray(wave, dtype=np.float32))
+            self._flac.append(pcm16(wave))
             return b""
         return pcm16(wave)
 
@@ -55,6 +55,7 @@ class Encoder:
         if self.fmt != "flac":
             return b""
         buf = io.BytesIO()
-        wave = np.concatenate(self._flac) if self._flac else np.zeros(0, np.float32)
-        sf.write(buf, wave, self.sample_rate, format="FLAC", subtype="PCM_16")
+        samples = np.frombuffer(b"".join(self._flac), dtype="<i2")
+        self._flac.clear()
+        sf.write(buf, samples, self.sample_rate, format="FLAC", subtype="PCM_16")
         return buf.getvalue()
