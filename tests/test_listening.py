@@ -186,9 +186,9 @@ def test_build_layout_and_checks(test_dir):
     assert test["seed"] == 7 and test["sentences"] == ["a", "b", "c"] and test["ground_truth"] == ["gt"]
     kinds = [("att-" if it.get("attention") else "") + it["type"] for it in test["items"]]
     assert kinds.count("ab") == 3 * 3 and kinds.count("mos") == 3 * 3
-    assert kinds.count("att-ab") == 3 and kinds.count("att-mos") == 10  # two spoken prompts per score
+    assert kinds.count("att-ab") == 3 and kinds.count("att-mos") == 20  # four spoken prompts per score
     att = [it for it in test["items"] if it.get("attention")]
-    assert sorted(it["expected"] for it in att if it["type"] == "mos") == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert sorted(it["expected"] for it in att if it["type"] == "mos") == [s for s in range(1, 6) for _ in range(4)]
     assert all(it["audio"] == [] for it in att if it["type"] == "ab")  # drawn per rater from real pairs
     for tok, a in test["audio"].items():
         assert a["file"] == f"{tok}.wav" and (test_dir / test["audio_dir"] / a["file"]).is_file()
@@ -211,7 +211,7 @@ def test_layout_randomised_per_rater_with_checks_spread(test_dir):
     flips = {f for lay in lays for i, f in lay if items[i]["type"] == "ab"}
     assert flips == {True, False}  # side varies
     check_spots = set()
-    for lay in lays:  # A/B block (9 + 3 checks) first, then MOS (9 + 3 of the 10 prompts, distinct scores)
+    for lay in lays:  # A/B block (9 + 3 checks) first, then MOS (9 + 3 of the 20 prompts, distinct scores)
         kinds = [items[i]["type"] for i, _ in lay]
         assert kinds == ["ab"] * 12 + ["mos"] * 12
         mos_checks = [items[i]["expected"] for i, _ in lay if items[i].get("attention") and items[i]["type"] == "mos"]

@@ -230,6 +230,9 @@ def test_checks_and_systems_cannot_be_told_from_bytes_sizes_or_ids(tmp_path):
                 # no fixed run of digital zeros to count (each system's was its own): the padding is dithered
                 zeros = next(k for k in range(44, len(d), 2) if d[k:k + 2] != b"\0\0")
                 leading_zeros.add((zeros - 44) // 2)
+                # and silent on every clip, damaged ones too (noise in the padding would name the damaged side)
+                lead = np.frombuffer(d[44:44 + 2 * 800], dtype="<i2")  # 0.05 s at 16 kHz
+                assert np.abs(lead.astype(int)).max() <= 1
             assert len(set(map(len, data))) == 1  # both sides of every A/B page, checks included: one size
             if ref["type"] == "mos" and not ref.get("attention"):
                 real_sizes.add(len(data[0]))
@@ -251,6 +254,57 @@ def test_checks_and_systems_cannot_be_told_from_bytes_sizes_or_ids(tmp_path):
         hashes["two"] = {hashlib.sha256(d).hexdigest() for _, data in _all_pages(c, t2, rid) for d in data}
     assert not hashes["one"] & hashes["two"]
     assert not set(t1["audio"]) & set(t2["audio"]) and not set(items) & {it["id"] for it in t2["items"]}
+
+
+def test_a_script_that_remembers_clips_cannot_find_the_undamaged_side(tmp_path):
+    """A script keeps every clip it received and, on each A/B page, picks the side that equals (to the dither)
+    a clip heard before: a check's undamaged side used to be such a clip whenever its real pair came first.
+    Now check material is drawn among pairs the rater has not heard yet."""
+    from tts.listening.layout import check_material
+
+    dirs = {}
+    for name, base in [("gt", 440.0), ("nar", 550.0), ("ar", 660.0)]:  # every clip its own pitch
+        d = tmp_path / "in" / name
+        d.mkdir(parents=True)
+        for k in range(4):
+            t = np.arange(int(0.3 * 16000)) / 16000
+            sf.write(str(d / f"s{k}.wav"), 0.2 * np.sin(2 * np.pi * (base + 23 * k) * t), 16000)
+        dirs[name] = d
+    test_dir = tmp_path / "t"
+    assert build_main(["build", "--systems", *[f"{k}={v}" for k, v in dirs.items()], "--out", str(test_dir),
+                       "--padding-s", "0.05"]) == 0
+    test = _test(test_dir)
+    items = {it["id"]: it for it in test["items"]}
+    unheard_checks = matched = 0
+    with TestClient(create_app(test_dir, tmp_path / "r.sqlite", admin_token=ADMIN, check_listening=False,
+                               sessions_per_hour=100)) as c:
+        for _ in range(8):
+            c.cookies.clear()
+            rid = _session(c)
+            heard: list[np.ndarray] = []
+            while not (nxt := c.get("/api/next").json())["done"]:
+                it = nxt["item"]
+                if it["type"] != "ab":
+                    break
+                pcm = [np.frombuffer(c.get(a).content[44:], dtype="<i2").astype(int) for a in it["audio"]]
+                if items[it["item_id"]].get("attention"):
+                    known = [any(len(h) == len(x) and np.abs(h - x).max() <= 2 for h in heard) for x in pcm]
+                    # were there pairs this rater had not heard yet (on real pages or earlier checks)?
+                    lay = [i for i, _ in layout_for(test, rid)]
+                    here = lay.index(it["item_id"])
+                    earlier = {t for i in lay[:here] for t in items[i]["audio"]}
+                    earlier |= {t for i, src in check_material(test, items, rid).items() if lay.index(i) < here
+                                for t in items[src]["audio"]}
+                    fresh = [i for i, x in items.items() if x["type"] == "ab" and not x.get("attention")
+                             and not set(x["audio"]) & earlier]
+                    if fresh:
+                        unheard_checks += 1
+                        matched += any(known)
+                heard += pcm
+                c.post("/api/answer", json={"item_id": it["item_id"], **honest_answer(test, rid, it)})
+    # 8 raters x 3 checks; with 3 systems and 4 sentences every clip is met early, so fresh material runs out
+    # for the later checks (they fall back to the pairs met longest ago)
+    assert unheard_checks >= 8 and matched == 0
 
 
 def test_check_answers_vary_per_rater_and_pages_look_alike(built, tmp_path):
@@ -328,7 +382,7 @@ def test_scripted_raters_with_real_time_are_not_counted(tmp_path):
     with ServerProcess(test_dir, db, extra_args=("--sessions-per-hour", "100")) as srv:
         runs = []
         for strategy, n in [("by_size", 2), ("constant", 2), ("random", 2), ("honest", 2)]:
-            runs += run_many(srv.url, strategy, n, concurrency=2, deadline_s=120, answer=answer)
+            runs += run_many(srv.url, strategy, n, concurrency=2, deadline_s=400, answer=answer)  # shared cores
     assert all(r.done and not r.refused for r in runs), [(r.strategy, r.refused, r.error) for r in runs]
     res = analyse(test, __import__("tts.listening.db", fromlist=["all_answers"]).all_answers(db), bootstrap=100)
     counted = {r for r, v in res["raters"].items() if v["counted"]}

@@ -134,8 +134,10 @@ class ClipRenderer:
     def _render(self, rater_id: str, item_id: str, slot: int, flip: bool) -> bytes:
         src = page_sources(self.test, self.items, rater_id, item_id, flip)[slot]
         x = self.stored(src.token).astype(np.float64)
-        if src.damage is not None:
-            x = degrade(x, self.sr, src.damage, np.random.default_rng(list(src.seed)))
+        if src.damage is not None:  # damage the speech only: the padding stays as silent as every clip's
+            start = int(round(self.test["normalisation"]["padding_s"] * self.sr))
+            span = (start, start + int(round(self.test["audio"][src.token]["speech_s"] * self.sr)))
+            x = degrade(x, self.sr, src.damage, np.random.default_rng(list(src.seed)), span)
             x = x * 10 ** (gain_for(x, self.sr, self.loudness, self.target).gain_db / 20)
         return render_wav(x, self.sr, dither_seed(self.test, rater_id, item_id, slot))
 

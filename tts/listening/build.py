@@ -21,7 +21,7 @@ placement and check material are drawn per rater at serve time from (secret, rat
 
 Attention checks (checks.py), ``attention_checks`` per part: A/B checks are items without audio of their
 own (each rater gets a damaged copy of one of the test's real pairs); MOS checks are spoken requests for
-a score, two per score in wordings and voices drawn per build, of which each rater gets
+a score, four per score in wordings and voices drawn per build, of which each rater gets
 ``attention_checks`` with different scores.
 
 Rebuilding: a folder that holds results (any SQLite file, whatever its name) is refused unless ``force``,
@@ -51,7 +51,7 @@ TEST_VERSION = 3
 RESULT_GLOBS = ("*.sqlite*", "*.db", "*.db-*", "*.sqlite3*")
 SQLITE_MAGIC = b"SQLite format 3\0"
 ATTENTION_YES, ATTENTION_NO = "attention-yes", "attention-no"  # labels of an A/B check's clean / damaged side
-PROMPT_VARIANTS = 2  # spoken MOS checks per score
+PROMPT_VARIANTS = 4  # spoken MOS checks per score (each rater gets one of them, for a few scores)
 PROMPT_TRIES = 12
 
 

@@ -1,8 +1,9 @@
 """Attention checks that can only be answered by listening.
 
 A/B checks (`degrade`): the page is a real A/B pair of the test (the rater's own draw of pair and sentence,
-made from the build's secret), one side of which is audibly damaged: white noise at -5..0 dB SNR, 50 %
-dropouts, or 3-bit quantisation with sample-and-hold. The expected answer is the undamaged side. Both
+made from the build's secret, among pairs the rater has not heard yet), one side of which is audibly
+damaged within its speech (the padding stays silent): white noise at -5..0 dB SNR, 50 % dropouts, or
+3-bit quantisation with sample-and-hold. The expected answer is the undamaged side. Both
 clips have the length of that sentence's group (as every clip of it), the damaged one is loudness-
 normalised again (noise would raise its level), both are dithered per rater like every clip: size,
 header, level, wording and position say nothing. Which pair, which side, which damage and its strength
@@ -42,10 +43,20 @@ TEMPLATES = (
 VOICES = ("en-us", "en-gb", "en-us+f2", "en-us+f4", "en-gb+m3", "en-us+m4", "en-gb-x-rp", "en-029")
 
 
-def degrade(x: np.ndarray, sr: int, kind: str, rng: np.random.Generator) -> np.ndarray:
-    """An audibly damaged copy of x (same length); strength drawn from rng."""
+def degrade(x: np.ndarray, sr: int, kind: str, rng: np.random.Generator, span: tuple[int, int] | None = None) -> np.ndarray:
+    """An audibly damaged copy of x (same length), damaged only within `span` (the speech: the padding
+    stays as silent as every clip's); strength drawn from rng."""
+    start, end = span or (0, len(x))
+    end = max(start + 1, min(end, len(x)))
+    out = x.copy()
+    out[start:end] = _damage(x[start:end], sr, kind, rng)
+    return out
+
+
+def _damage(x: np.ndarray, sr: int, kind: str, rng: np.random.Generator) -> np.ndarray:
     if kind == "noise":
-        speech_rms = float(np.sqrt(np.mean(x[np.abs(x) > 1e-4] ** 2))) if np.any(np.abs(x) > 1e-4) else 0.05
+        voiced = np.abs(x) > 1e-4
+        speech_rms = float(np.sqrt(np.mean(x[voiced] ** 2))) if voiced.any() else 0.05
         snr_db = rng.uniform(-5.0, 0.0)
         return x + rng.standard_normal(len(x)) * speech_rms * 10 ** (-snr_db / 20)
     if kind == "dropouts":  # on/off every 120-240 ms, 50 % duty, random phase

@@ -5,7 +5,8 @@ unpredictable to anyone without the secret (the public seed only picks the sente
   into as many segments as it has checks and each check lands at a random place of its own segment, so
   the last one is near the end and a rater who stops early has not passed the part.
 * Sides: per A/B page, whether the served order is swapped.
-* A/B check material: one of the test's real A/B items, which of its two clips is damaged, the damage.
+* A/B check material: one of the test's real A/B items whose clips the rater has not met yet, which of its
+  two clips is damaged, the damage.
 * MOS checks: `attention_per_part` of the spoken prompts, each asking for a different score.
 * Clip ids: every clip of every page of every rater has its own 64-bit id, HMAC(secret, rater, page,
   slot): ids never repeat across pages or raters, so no id (and, with per-clip dither, no byte string)
@@ -66,9 +67,8 @@ def page_sources(test: dict, items: dict[str, dict], rater_id: str, item_id: str
     """The clips of one page in served (left-to-right) order."""
     it = items[item_id]
     if it.get("attention") and it["type"] == "ab":
-        rng = random.Random(_digest(test, "check", rater_id, item_id))
-        real = sorted(i for i, x in items.items() if x["type"] == "ab" and not x.get("attention"))
-        source = items[rng.choice(real)]
+        source = items[check_material(test, items, rater_id)[item_id]]
+        rng = random.Random(_digest(test, "check-side", rater_id, item_id))
         damaged_slot = rng.randrange(2)
         clean = Source(source["audio"][1 - damaged_slot])
         bad = Source(source["audio"][damaged_slot], rng.choice(("noise", "dropouts", "crush")),
@@ -77,6 +77,30 @@ def page_sources(test: dict, items: dict[str, dict], rater_id: str, item_id: str
     else:
         served = [Source(t) for t in it["audio"]]
     return list(reversed(served)) if (it["type"] == "ab" and flip) else served
+
+
+def check_material(test: dict, items: dict[str, dict], rater_id: str) -> dict[str, str]:
+    """A/B check id -> the real A/B item whose clips it uses, for one rater: drawn, in page order, among the
+    pairs whose clips the rater has not met on any earlier page (real or check), so a script that keeps
+    every clip it received cannot find the undamaged side as the one it heard before. When every pair has
+    been met (a check late in a test of few sentences), among the pairs met longest ago."""
+    lay = [i for i, _ in layout_for(test, rater_id)]
+    real = sorted(i for i, x in items.items() if x["type"] == "ab" and not x.get("attention"))
+    first_met: dict[str, int] = {}
+    for pos, i in enumerate(lay):
+        for tok in items[i]["audio"]:
+            first_met.setdefault(tok, pos)
+    out: dict[str, str] = {}
+    for pos, i in enumerate(lay):
+        if not (items[i].get("attention") and items[i]["type"] == "ab"):
+            continue
+        met = {r: min(first_met.get(t, len(lay)) for t in items[r]["audio"]) for r in real}
+        unheard = [r for r in real if met[r] > pos]
+        pool = unheard or [r for r in real if met[r] == min(met.values())]
+        out[i] = random.Random(_digest(test, "check", rater_id, i)).choice(pool)
+        for tok in items[out[i]]["audio"]:  # met here, by this check
+            first_met[tok] = min(first_met.get(tok, len(lay)), pos)
+    return out
 
 
 def clip_id(test: dict, rater_id: str, item_id: str, slot: int) -> str:
