@@ -186,7 +186,10 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        return JSONResponse(error_body(str(exc.detail)), status_code=exc.status_code)
+        message = str(exc.detail)
+        if exc.status_code == 400 and message == "There was an error parsing the body":  # FastAPI's words
+            message = "the body could not be parsed (not JSON, or nested too deeply)"  # e.g. RecursionError
+        return JSONResponse(error_body(message), status_code=exc.status_code)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception):

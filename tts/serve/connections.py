@@ -18,8 +18,10 @@ connections are open, so 1,100 silent sockets from one client stopped the server
 - **Head size.**  A request head (request line + headers) over `max_head_bytes` is answered 431 and closed
   before h11 parses it, whether it arrives in one read or trickles in (h11's own bound applies only to an
   incomplete head, and answers a plain-text 400).
-- **Send deadline.**  The transport pauses the response when its write buffer passes 64 KiB (asyncio's
-  high-water mark) and uvicorn then awaits `drain`, which pauses the response generator and, through the
+- **Send deadline.**  Each socket's kernel send buffer is fixed at `send_buffer_bytes` (Linux would grow it
+  to 4 MiB for a loopback peer: 24 sentences a client that does not read would still have made us speak);
+  the transport pauses the response when its own write buffer passes 64 KiB (asyncio's high-water mark)
+  and uvicorn then awaits `drain`, which pauses the response generator and, through the
   batcher's per-job window (tts/serve/batcher.py), that request's synthesis.  A client that accepts no
   bytes for `send_timeout_s` while we have some for it is aborted (RST, buffer dropped): its request is
   cancelled and its memory freed.
@@ -34,6 +36,7 @@ import ipaddress
 import json
 import logging
 import re
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,9 +55,11 @@ class ConnectionLimits:
     body_timeout_s: float = 30.0  # a request body, whole, from the end of its head
     send_timeout_s: float = 30.0  # a paused response: the client must accept some bytes within this
     max_head_bytes: int = 16 * 1024  # request line + headers
+    send_buffer_bytes: int = 128 * 1024  # SO_SNDBUF (the kernel doubles it): ~3 s of 16-bit audio in flight
 
     def __post_init__(self) -> None:
-        for name, low in (("max_connections", 1), ("max_per_client", 1), ("max_head_bytes", 1024)):
+        for name, low in (("max_connections", 1), ("max_per_client", 1), ("max_head_bytes", 1024),
+                          ("send_buffer_bytes", 4096)):
             if not low <= getattr(self, name) <= 10**7:
                 raise ValueError(f"{name} must be in [{low}, 10**7], got {getattr(self, name)!r}")
         for name in ("head_timeout_s", "body_timeout_s", "send_timeout_s"):
@@ -152,6 +157,9 @@ class GuardedH11Protocol(H11Protocol):
                                          "too_many_connections"))
             transport.close()
             return
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # set, not left to autotuning, so that back-pressure reaches us (see above)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.guard.limits.send_buffer_bytes)
         self._sync_phase()
 
     def connection_lost(self, exc: Exception | None) -> None:
