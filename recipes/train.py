@@ -128,6 +128,8 @@ def prepare_fixture(cfg: DictConfig) -> None:
     root = Path(cfg.data.root)
     if not cfg.get("fixture_corpus") or (root / "features" / "stats.json").is_file():
         return
+    if root.resolve() == Path(cfg.fixture_corpus).resolve():
+        return  # data.root pointed at the committed fixture itself: never written into (require_corpus says why)
     from data_prep.features import extract_features  # the recipes may use data_prep; the product never does
 
     if not (root / "metadata.csv").is_file():

@@ -26,7 +26,7 @@ from hydra.utils import instantiate
 from lightning.pytorch.callbacks import LearningRateMonitor
 from omegaconf import DictConfig, OmegaConf
 
-from recipes.train import log_every_n_steps, prepare_fixture, progress_bar, tensorboard, use_job_dir
+from recipes.train import log_every_n_steps, progress_bar, tensorboard, use_job_dir
 from tts import checkpoint
 from tts.audio import MelConfig
 from tts.training.callbacks import RunSummary, step_checkpoint
@@ -146,9 +146,8 @@ def preflight(cfg: DictConfig) -> None:
     if process_rank() != 0:
         return
     prepare_run_dir(cfg.exp_dir, cfg.ckpt_path)
-    prepare_fixture(cfg)
-    # the source-filter vocoder learns F0 from the features' pitch; HiFi-GAN reads only the wavs
-    require_corpus(cfg.vocoder_data.root, features=cfg.vocoder._target_.endswith("SourceFilterVocoder"))
+    # the wavs only: the mels are computed from them, and F0 too where the features hold none
+    require_corpus(cfg.vocoder_data.root, features=False)
 
 
 def train(cfg: DictConfig) -> pl.Trainer:
