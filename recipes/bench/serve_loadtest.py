@@ -8,6 +8,13 @@ the server's resident memory before, at its peak during and after the load, and 
 --baseline also runs the same load against a second server with --max-batch 1 (one sentence at a time) and
 reports the throughput gain of dynamic batching against it; with --rounds N the two servers' rounds
 alternate, so that both see the same machine load.
+
+--non-readers N measures back-pressure instead: N clients each ask for a long response (30 sentences) and
+never read it (a 4 KiB receive window), while one other client is served; the report has the parts spoken
+against those asked for, the server's memory before, at its peak and after the send timeout dropped them,
+and the reading client's latency meanwhile:
+
+    python -m recipes.bench.serve_loadtest --non-readers 40 --out docs/results/serve/non_readers.json
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import argparse
 import asyncio
 import json
 import platform
+import socket
 import sys
 import threading
 import time
@@ -88,6 +96,8 @@ class ServerUnderLoad:
         self.max_batch, self.clients, self.requests, self.timeout_s = max_batch, clients, requests, timeout_s
         self.server = SpeechServer("--max-batch", str(max_batch), "--batch-wait-ms", str(batch_wait_ms),
                                    "--rate-limit", "0", "--max-pending", str(max(256, 2 * clients)),
+                                   # every client is 127.0.0.1: the per-address bound must hold them all
+                                   "--max-connections-per-client", str(max(64, clients + 8)),
                                    "--first-audio-timeout", str(timeout_s), "--request-timeout", str(timeout_s),
                                    threads=threads)
         self.rows: list[dict] = []
@@ -152,6 +162,68 @@ class ServerUnderLoad:
         self.server.stop()
 
 
+LONG_TEXT = " ".join(f"This is sentence number {i}, said slowly." for i in range(10, 40))  # 30 parts
+
+
+def non_readers(n: int, threads: int, send_timeout_s: float, speed: float, runtime: str = "auto") -> dict:
+    """N clients that ask for LONG_TEXT and read nothing (see the module's docstring)."""
+    server = SpeechServer("--runtime", runtime, "--rate-limit", "0", "--send-timeout", f"{send_timeout_s:g}",
+                          "--max-connections-per-client", str(max(64, n + 8)), threads=threads)
+    mib = 1 / 2**20
+    with server:
+        url = server.url
+
+        def health() -> dict:
+            return httpx.get(url + "/health", timeout=30).json()
+
+        def speak(text: str) -> float:
+            t0 = time.perf_counter()
+            httpx.post(url + "/v1/audio/speech", timeout=120, json={"model": "tts-1", "voice": "default",
+                       "input": text, "response_format": "pcm", "speed": speed}).raise_for_status()
+            return time.perf_counter() - t0
+
+        # a batch of the load's shape first: the model's working memory for it is not what non-readers hold
+        speak(" ".join(f"This is sentence number {i}, said slowly." for i in range(8)))
+        idle_s = speak(TEXTS[1])
+        before, peak = server.rss_bytes(), server.rss_bytes()
+        parts0 = health()["batches"]["parts"]
+        body = json.dumps({"model": "tts-1", "voice": "default", "input": LONG_TEXT, "response_format": "pcm",
+                            "speed": speed}).encode()
+        head = (f"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        socks = []
+        t0 = time.perf_counter()
+        for _ in range(n):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", server.port))
+            sock.sendall(head + body)
+            socks.append(sock)
+        loaded_s = None
+        history: list[int] = []
+        while time.perf_counter() - t0 < send_timeout_s + 600:
+            h = health()
+            peak = max(peak, server.rss_bytes())
+            history.append(h["batches"]["parts"])
+            if loaded_s is None and h["pending_requests"] >= n:
+                loaded_s = speak(TEXTS[1])  # another client meanwhile
+            if h["connections"]["send_timeouts"] >= n and h["pending_requests"] == 0:
+                break
+            time.sleep(0.1)
+        dropped_s = time.perf_counter() - t0
+        for sock in socks:
+            sock.close()
+        time.sleep(1)
+        h = health()
+        return {"non_readers": n, "runtime": h["runtime"], "speed": speed, "send_timeout_s": send_timeout_s,
+                "parts_asked": n * len(LONG_TEXT.split(". ")), "parts_spoken": history[-1] - parts0,
+                "send_timeouts": h["connections"]["send_timeouts"], "all_dropped_after_s": round(dropped_s, 1),
+                "other_client_s": {"idle_server": round(idle_s, 3), "during": loaded_s and round(loaded_s, 3)},
+                "server_rss_mib": {"before": round(before * mib, 1), "peak": round(peak * mib, 1),
+                                   "after": round(server.rss_bytes() * mib, 1),
+                                   "growth_at_peak": round((peak - before) * mib, 1)}}
+
+
 def to_markdown(report: dict) -> str:
     """A saved report as a table (the README's figures): one row per server setting."""
     rows = ["| server | requests | errors | requests/s | audio s/s | total p50 / p95 s | first byte p50 / p95 s "
@@ -185,10 +257,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=1, help="the whole load this many times against one server")
     p.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--table", type=Path, default=None, help="print a saved report (--out) as a table and exit")
+    p.add_argument("--non-readers", type=int, default=0, metavar="N",
+                   help="measure back-pressure instead: N clients that never read their long responses")
+    p.add_argument("--send-timeout", type=float, default=20.0, help="the server's --send-timeout (--non-readers)")
+    p.add_argument("--speed", type=float, default=1.0, help="speech speed of the --non-readers requests")
+    p.add_argument("--runtime", choices=["auto", "torch", "onnx"], default="auto", help="the server's (--non-readers)")
     args = p.parse_args(argv)
     if args.table is not None:
         print(to_markdown(json.loads(args.table.read_text())))
         return 0
+    if args.non_readers:
+        report = {"command": "python -m recipes.bench.serve_loadtest " + " ".join(sys.argv[1:] if argv is None else argv),
+                  **non_readers(args.non_readers, args.threads, args.send_timeout, args.speed, args.runtime)}
+        text = json.dumps(report, indent=1)
+        print(text)
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text + "\n")
+        return 0 if report["send_timeouts"] >= args.non_readers else 1
     if min(args.clients, args.requests, args.max_batch, args.threads, args.rounds) < 1:
         p.error("--clients, --requests, --max-batch, --threads and --rounds must be >= 1")
     report: dict = {"command": "python -m recipes.bench.serve_loadtest " + " ".join(sys.argv[1:] if argv is None else argv),

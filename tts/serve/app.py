@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tts.api import Voice
 from tts.serve.batcher import Batcher, BatcherBusy, Job
-from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder
+from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder, to_int16
 from tts.serve.page import page_html
 from tts.text.errors import TextError
 from tts.web_limits import BodyLimit, HostCheck, RateLimiter
@@ -239,6 +239,8 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
         parts: asyncio.Queue = asyncio.Queue()
 
         def deliver(k: int, item) -> None:
+            if k >= 0:  # a part waits as the 16-bit samples it will be sent as: half the memory of float32
+                item = to_int16(item)
             loop.call_soon_threadsafe(parts.put_nowait, (k, item))
 
         # the body is read: the next message is the hang-up.  Watched until the response starts (then
@@ -291,7 +293,7 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
 
         def chunk(k: int, wave: np.ndarray) -> bytes:
             """Part k with the pause before it."""
-            return encoder.piece(np.concatenate([voice.pipeline.silence(utt.parts[k].pause_s), wave]))
+            return encoder.piece(np.concatenate([to_int16(voice.pipeline.silence(utt.parts[k].pause_s)), wave]))
 
         async def body(k: int, item: np.ndarray):
             # an error after the status line is raised: uvicorn then drops the connection without the final

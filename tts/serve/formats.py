@@ -21,9 +21,17 @@ MEDIA_TYPES = {"wav": "audio/wav", "pcm": "audio/L16", "flac": "audio/flac"}
 STREAMING_SIZE = 0xFFFFFFFF  # RIFF/data chunk size meaning "to the end of the stream"
 
 
+def to_int16(wave: np.ndarray) -> np.ndarray:
+    """float [-1, 1] [N] -> little-endian int16 (clipped, rounded: the samples a 16-bit wav stores); int16 in
+    is returned as it is."""
+    if wave.dtype == np.dtype("<i2"):
+        return wave
+    return (np.clip(wave, -1.0, 1.0) * 32767.0).round().astype("<i2")
+
+
 def pcm16(wave: np.ndarray) -> bytes:
-    """float [-1, 1] [N] -> little-endian int16 bytes (clipped, rounded: the samples a 16-bit wav stores)."""
-    return (np.clip(wave, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+    """float [-1, 1] or int16 [N] -> little-endian int16 bytes."""
+    return to_int16(wave).tobytes()
 
 
 def wav_stream_header(sample_rate: int) -> bytes:
@@ -34,7 +42,7 @@ def wav_stream_header(sample_rate: int) -> bytes:
 
 
 class Encoder:
-    """Audio pieces in, response bytes out: `start()`, `piece(wave)` for each piece, `finish()`."""
+    """Audio pieces in (float or int16), response bytes out: `start()`, `piece(wave)` for each piece, `finish()`."""
 
     def __init__(self, fmt: str, sample_rate: int) -> None:
         if fmt not in FORMATS:
