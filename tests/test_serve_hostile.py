@@ -202,11 +202,13 @@ def test_clients_that_hang_up_before_their_first_audio_have_nothing_spoken(serve
     assert wait_for(lambda: health(server)["pending_requests"] == 7, 30)
     for c in clients:
         c.close()
-    assert wait_for(lambda: health(server)["pending_requests"] == 1, 5)
+    assert wait_for(lambda: health(server)["pending_requests"] == 1, 2)  # gone at once, not when reached
     blocker.close()
     assert wait_for(lambda: health(server)["pending_requests"] == 0, 30)
     spoken = health(server)["batches"]["parts"] - base["batches"]["parts"]
-    assert spoken <= 2 * 4 + 8, spoken  # the blocker's window and a batch in progress, nothing of the six
+    # the blocker's: its window (4) and one more once its first part was written; none of the six's (a
+    # server that noticed them only at their first part would have spoken a batch of 8 of theirs)
+    assert spoken <= 2 * 4, spoken
 
 
 def test_a_flac_client_that_hangs_up_stops_its_synthesis(server):
@@ -237,12 +239,12 @@ class RssSampler(threading.Thread):
 
 
 def test_clients_that_stop_reading_pause_their_synthesis_and_are_dropped():
-    """12 clients ask for 30 parts each and read nothing: each has a few parts spoken (its window), the others
+    """10 clients ask for 30 parts each and read nothing: each has a few parts spoken (its window), the others
     are not; a reading client is still served; after the send timeout they are dropped, their requests
     cancelled; the server's memory stays within a bound.  (recipes.bench.serve_loadtest --non-readers 40
     measures the same with 40.)"""
-    n = 12
-    with SpeechServer("--runtime", "torch", "--rate-limit", "0", "--send-timeout", "3", "--parts-ahead", "4") as srv:
+    n = 10
+    with SpeechServer("--runtime", "torch", "--rate-limit", "0", "--send-timeout", "2", "--parts-ahead", "4") as srv:
         speak(srv, " ".join(f"Warm sentence {i}." for i in range(8)))  # the allocator's first batch is not load
         rss = RssSampler(srv)
         before = rss.peak
@@ -258,8 +260,9 @@ def test_clients_that_stop_reading_pause_their_synthesis_and_are_dropped():
                  (len(counts) > 8 and counts[-1] == counts[-8]), 60, step=0.1)
         stalled = counts[-1] - base - 1
         # each: its window (4) and what the buffers took before the transport paused (256 KiB of kernel send
-        # buffer + 64 KiB in the transport: about 4 parts of ~100 KB); unbounded it would be 30 each
-        assert stalled <= n * 8, stalled
+        # buffer, 64 KiB in the transport and the part that crossed it: 4 or 5 parts of ~100 KB); unbounded
+        # it would be 30 each
+        assert stalled <= n * 10, stalled
         assert wait_for(lambda: health(srv)["connections"]["send_timeouts"] >= n, 30)
         assert wait_for(lambda: health(srv)["pending_requests"] == 0, 10)
         for c in clients:
