@@ -308,6 +308,8 @@ def test_sigterm_while_streaming_exits_within_the_drain_bound():
         thread.join(10)
         for c in idle:
             c.close()
+        print(f"\nSIGTERM while streaming: exited in {took:.1f} s, RSS {before / 2**20:.0f} -> peak "
+              f"{rss.peak / 2**20:.0f} MiB during the drain")
         assert srv.proc.returncode == -signal.SIGTERM
         assert took < 2 + 6, took  # the drain bound, and the batch in progress at most
         assert "RemoteProtocolError" in readers_got or "ReadError" in readers_got  # cut, not "complete"
