@@ -437,6 +437,14 @@ def listen_and_answer(c: httpx.Client, test: dict, rid: str, it: dict, **choice)
     return c.post("/api/answer", json=body).status_code
 
 
+def test_serve_prints_its_url(test_dir, tmp_path):
+    """A newcomer sees where the test is served (issue 32 item 8)."""
+    srv = ServerProcess(test_dir, tmp_path / "url.sqlite").start()
+    srv.stop()
+    out = srv.proc.stdout.read().decode(errors="replace")
+    assert f"serving the listening test at http://127.0.0.1:{srv.port}/" in out, out
+
+
 def test_audio_path_traversal_raw_http(test_dir, tmp_path):
     """Literal, un-normalised request lines (a real client may send them) against the real server."""
     import http.client

@@ -235,3 +235,21 @@ def test_onnx_benchmark_command(exported: Path, tmp_path: Path):
     assert speed["threads"] == 1 and speed["eager_total_s"] > 0 and speed["onnx_total_s"] > 0
     assert speed["speedup_total"] == pytest.approx(speed["eager_total_s"] / speed["onnx_total_s"])
     assert "Parity" in (out / "onnx_benchmark.md").read_text()
+
+
+def test_exporting_a_training_checkpoint_says_where_its_controls_come_from(tmp_path, capsys):
+    """A training checkpoint carries its training controls (issue 32 item 9): the export says so; a released
+    (shipped) one does not need the note."""
+    import torch
+
+    from tts.export import warn_training_checkpoint
+    from tts.paths import CHECKPOINT_DIR
+
+    raw = torch.load(CHECKPOINT_DIR / "nar.pt", map_location="cpu", weights_only=True)
+    warn_training_checkpoint(CHECKPOINT_DIR / "nar.pt")
+    assert capsys.readouterr().err == ""
+    trained = tmp_path / "step.ckpt"
+    torch.save({**raw, "optimizer_states": [{}]}, trained)
+    warn_training_checkpoint(trained)
+    err = capsys.readouterr().err
+    assert "training checkpoint" in err and "recipes.release" in err

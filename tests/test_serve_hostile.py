@@ -313,7 +313,9 @@ def test_sigterm_while_streaming_exits_within_the_drain_bound():
         assert srv.proc.returncode == -signal.SIGTERM
         assert took < 2 + 6, took  # the drain bound, and the batch in progress at most
         assert "RemoteProtocolError" in readers_got or "ReadError" in readers_got  # cut, not "complete"
-        assert (rss.peak - before) / 2**20 < 100, (before, rss.peak)
+        # the batch in progress keeps its working memory (measured +52 MiB alone, +152 MiB in the full suite on a
+        # loaded machine); the server grew +472 MiB during a 60 s drain
+        assert (rss.peak - before) / 2**20 < 250, (before, rss.peak)
 
 
 def test_a_taken_port_fails_at_once_with_one_line():

@@ -554,6 +554,19 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
     return ExportResult(out, manifest)
 
 
+def warn_training_checkpoint(path: Path) -> None:
+    """A voice's controls (refine steps, temperature) come from its checkpoint's config: a released checkpoint
+    carries the shipped ones (recipes.release), a training checkpoint its training values (e.g. K = 4, T = 1.0).
+    Say so on stderr when a training checkpoint (one with optimizer state) is exported directly."""
+    from tts.checkpoint import read_raw
+
+    raw = read_raw(path)
+    if "optimizer_states" in raw:
+        print(f"note: {path} is a training checkpoint: the export takes its controls from its training config, "
+              f"not the shipped ones; release it first (python -m recipes.release) for the shipped controls",
+              file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tts.export", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -566,6 +579,8 @@ def main(argv: list[str] | None = None) -> int:
     from tts.checkpoint import CheckpointError
 
     try:
+        for path in args.checkpoint or []:
+            warn_training_checkpoint(path)
         result = export(args.out, args.checkpoint, args.vocoder)
     except (CheckpointError, ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from any 127.0.0.1 peer; the app
         # decides itself, from --trusted-proxy only
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        print(f"serving the listening test at http://{host}:{args.port}/ (results: /admin/results with the admin token as Bearer)",
+              file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=False)
         return 0
     # args.cmd == "report"
