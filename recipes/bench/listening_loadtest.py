@@ -5,7 +5,7 @@ the whole test.
 
 Bounded: at most 200 raters, a wall-clock deadline, and only loopback URLs (127.0.0.1 / localhost /
 ::1). Each rater creates a session, then loops GET /api/next -> GET its audio and wait as long as the
-longest clip lasts (the server refuses answers sooner than that, 425) -> POST /api/answer, re-sending ~10 % of answers to exercise idempotent retries. Afterwards the SQLite
+page's audio lasts, sending a proof of every byte it received (the server refuses answers without them or sooner, 425) -> POST /api/answer, re-sending ~10 % of answers to exercise idempotent retries. Afterwards the SQLite
 file (--db) is checked (`account`): answers the server acknowledged against the rows stored for these raters
 (lost, duplicated), answers never sent because the deadline came first (unanswered: not lost), and every
 answer row in the file (stored_in_db: what `python -m tts.listening report` counts, earlier runs and other
@@ -30,6 +30,8 @@ from urllib.parse import urlparse
 import httpx
 import soundfile as sf
 
+from tts.listening.clips import proof
+
 MAX_RATERS = 200
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -51,14 +53,16 @@ def _rater(url: str, seed: int, fetch_audio: bool, deadline: float, out: dict, l
                     res["done"] = True
                     break
                 it = nxt["item"]
-                if fetch_audio:  # as a listener: download every clip, then "listen" as long as they last
-                    longest = 0.0
+                body = {"item_id": it["item_id"]}
+                if fetch_audio:  # as a listener: download every clip, then "listen" to the whole page
+                    heard, proofs = 0.0, []
                     for a in it["audio"]:
                         r = c.get(a)
                         r.raise_for_status()
-                        longest = max(longest, sf.info(io.BytesIO(r.content)).duration)
-                    time.sleep(longest + 0.02)
-                body = {"item_id": it["item_id"]}
+                        heard += sf.info(io.BytesIO(r.content)).duration
+                        proofs.append(proof(r.content))  # what the page's script sends: proof of every byte
+                    body["proofs"] = proofs
+                    time.sleep(heard + 0.02)
                 if it["type"] == "ab":
                     body["choice"] = rng.choice(["A", "B", "none"])
                 else:
