@@ -1,7 +1,16 @@
 """ASGI pieces shared by the project's two web servers (tts.serve, tts.listening), so that neither imports
 the other.
 
-`RateLimiter` keeps token buckets per (kind, client address).
+`rate_key` is the unit a per-client bound counts: one machine owns a whole IPv6 /64 (SLAAC hands out 2^64
+addresses), so an IPv6 client is keyed by its /64; IPv4 by its address; an IPv4-mapped IPv6 address as its
+IPv4 (`client_ip`).  The speech server's connection bounds (tts.serve.connections) count the same key.
+
+`PrefixLimiter` keeps token buckets per (kind, rate_key) in a bounded table that is never cleared wholesale
+(emptying every bucket when the table filled up let a client spraying addresses reset everyone's budget).
+When full, buckets that have refilled completely are dropped (they are equal to a fresh one), in a sweep of
+the table at most once per `sweep_every_s` (a sweep per newcomer would cost a whole table scan per request);
+newcomers that find no room share one strict overflow bucket per kind until room frees up: an
+address-spraying client then slows other newcomers down, but no one's spent budget ever comes back early.
 
 `HostCheck` is the Host header allow-list against DNS rebinding.
 
@@ -49,24 +58,72 @@ class BodyLimit:
         return await self.app(scope, limited, send)
 
 
-class RateLimiter:
-    """Token buckets per (kind, client address): `rate` tokens per `per_s` seconds, burst = rate."""
+OVERFLOW = "*overflow*"
 
-    def __init__(self, limits: dict[str, tuple[float, float]]):
+
+def client_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address in `text` ("[...]" and blanks around it allowed); an IPv4-mapped IPv6 address as its IPv4;
+    None when it is no address."""
+    try:
+        ip = ipaddress.ip_address(text.strip().strip("[]"))
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def rate_key(address: str | None) -> str:
+    """IPv6 -> its /64, IPv4 (also mapped into IPv6) -> itself; "?" when missing; anything else as it is."""
+    if not address:
+        return "?"
+    ip = client_ip(address)
+    if ip is None:
+        return address
+    if ip.version == 6:
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return str(ip)
+
+
+class PrefixLimiter:
+    """Token buckets: `limits[kind] = (rate, per_s)`, burst = rate, per (kind, rate_key(address)); at most
+    `max_keys` buckets in all (plus one overflow bucket per kind), never cleared wholesale (module doc)."""
+
+    def __init__(self, limits: dict[str, tuple[float, float]], max_keys: int = 100_000,
+                 sweep_every_s: float = 1.0) -> None:
         self.limits = limits
+        self.max_keys = max_keys
+        self.sweep_every_s = sweep_every_s
         self.buckets: dict[tuple[str, str], tuple[float, float]] = {}
+        self.next_sweep = float("-inf")
         self.lock = threading.Lock()
 
-    def allow(self, kind: str, client: str) -> bool:
+    def _refilled(self, kind: str, tokens: float, last: float, now: float) -> float:
         rate, per_s = self.limits[kind]
+        return min(rate, tokens + (now - last) * rate / per_s)
+
+    def _make_room(self, now: float) -> bool:
+        if now < self.next_sweep:
+            return False
+        self.next_sweep = now + self.sweep_every_s
+        full = [k for k, (tokens, last) in self.buckets.items()
+                if k[1] != OVERFLOW and self._refilled(k[0], tokens, last, now) >= self.limits[k[0]][0]]
+        for k in full:
+            del self.buckets[k]
+        return len(self.buckets) < self.max_keys
+
+    def allow(self, kind: str, address: str | None) -> bool:
+        """Take one token for `address` (keyed by rate_key); False when its bucket is empty."""
+        rate, _ = self.limits[kind]
+        key = (kind, rate_key(address))
         now = time.monotonic()
         with self.lock:
-            tokens, last = self.buckets.get((kind, client), (rate, now))
-            tokens = min(rate, tokens + (now - last) * rate / per_s)
+            if key not in self.buckets and len(self.buckets) >= self.max_keys and not self._make_room(now):
+                key = (kind, OVERFLOW)
+            tokens, last = self.buckets.get(key, (rate, now))
+            tokens = self._refilled(kind, tokens, last, now)
             ok = tokens >= 1
-            self.buckets[(kind, client)] = (tokens - 1 if ok else tokens, now)
-            if len(self.buckets) > 100_000:  # bounded memory under address spraying
-                self.buckets.clear()
+            self.buckets[key] = (tokens - 1 if ok else tokens, now)
         return ok
 
 

@@ -3,13 +3,9 @@
 * `client_address`: the TCP peer, unless the peer is one of the operator's trusted proxies; then the
   right-most address of X-Forwarded-For that is not itself a trusted proxy (the left part of that header
   is written by the client and proves nothing). Nothing is trusted by default.
-* `rate_key`: the unit a limit counts. One machine owns a whole IPv6 /64 (SLAAC hands out 2^64 addresses),
-  so an IPv6 client is keyed by its /64; IPv4 by its address; an IPv4-mapped IPv6 address as its IPv4.
-* `PrefixLimiter`: token buckets per (kind, key) in a bounded table that is never cleared wholesale (the
-  old limiter emptied every bucket after 100,001 addresses: spraying addresses reset everyone's budget).
-  When full, buckets that have refilled completely are dropped (they are equal to a fresh one); if none
-  is, newcomers share one strict overflow bucket per kind until room frees up: an address-spraying client
-  then slows other newcomers down, but no one's spent budget ever comes back early.
+* `rate_key`, `PrefixLimiter`: the unit a limit counts (IPv4 address, IPv6 /64) and the bounded token
+  buckets over it, never cleared wholesale. They live in tts.web_limits, shared with the speech server;
+  re-exported here for the listening code.
 * `token_bits`: a conservative estimate of an admin token's entropy: length x log2(alphabet of the
   character classes used), capped by what its character statistics support (repeats, runs), so 'a'*22
   or 'abcd'*8 are refused although they are long.
@@ -19,28 +15,20 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import threading
-import time
 from collections import Counter
 from typing import Iterable
 
+from tts.web_limits import OVERFLOW, PrefixLimiter, client_ip, rate_key
+
+__all__ = ["IPNetwork", "MIN_ADMIN_TOKEN_BITS", "OVERFLOW", "PrefixLimiter", "client_address", "client_ip",
+           "parse_networks", "rate_key", "token_bits"]
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-OVERFLOW = "*overflow*"
 
 
 def parse_networks(specs: Iterable[str]) -> tuple[IPNetwork, ...]:
     """'10.0.0.5', '10.0.0.0/8', '::1' -> networks; ValueError on anything else."""
     return tuple(ipaddress.ip_network(s.strip(), strict=False) for s in specs if s.strip())
-
-
-def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        ip = ipaddress.ip_address(text.strip().strip("[]"))
-    except ValueError:
-        return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    return ip
 
 
 def _trusted(ip, proxies: tuple[IPNetwork, ...]) -> bool:
@@ -49,64 +37,19 @@ def _trusted(ip, proxies: tuple[IPNetwork, ...]) -> bool:
 
 def client_address(peer: str | None, forwarded_for: str | None, proxies: tuple[IPNetwork, ...]) -> str:
     """The client's address as the operator can vouch for it (see the module doc)."""
-    peer_ip = _ip(peer or "")
+    peer_ip = client_ip(peer or "")
     if peer_ip is None:
         return peer or "?"
     if not proxies or not forwarded_for or not _trusted(peer_ip, proxies):
         return str(peer_ip)
     for hop in reversed(forwarded_for.split(",")):
-        ip = _ip(hop)
+        ip = client_ip(hop)
         if ip is None:  # garbage in the header: stop at the last address we could vouch for
             break
         if not _trusted(ip, proxies):
             return str(ip)
         peer_ip = ip
     return str(peer_ip)
-
-
-def rate_key(address: str) -> str:
-    """IPv6 -> its /64, IPv4 (also mapped into IPv6) -> itself; anything unparsable as it is."""
-    ip = _ip(address)
-    if ip is None:
-        return address
-    if ip.version == 6:
-        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
-    return str(ip)
-
-
-class PrefixLimiter:
-    """Token buckets: `limits[kind] = (rate, per_s)`, burst = rate; at most `max_keys` buckets in all."""
-
-    def __init__(self, limits: dict[str, tuple[float, float]], max_keys: int = 100_000):
-        self.limits = limits
-        self.max_keys = max_keys
-        self.buckets: dict[tuple[str, str], tuple[float, float]] = {}
-        self.lock = threading.Lock()
-
-    def _refilled(self, kind: str, tokens: float, last: float, now: float) -> float:
-        rate, per_s = self.limits[kind]
-        return min(rate, tokens + (now - last) * rate / per_s)
-
-    def _make_room(self, now: float) -> bool:
-        full = [k for k, (tokens, last) in self.buckets.items()
-                if k[1] != OVERFLOW and self._refilled(k[0], tokens, last, now) >= self.limits[k[0]][0]]
-        for k in full:
-            del self.buckets[k]
-        return len(self.buckets) < self.max_keys
-
-    def allow(self, kind: str, address: str) -> bool:
-        """Take one token for `address` (keyed by rate_key); False when its bucket is empty."""
-        rate, _ = self.limits[kind]
-        key = (kind, rate_key(address))
-        now = time.monotonic()
-        with self.lock:
-            if key not in self.buckets and len(self.buckets) >= self.max_keys and not self._make_room(now):
-                key = (kind, OVERFLOW)
-            tokens, last = self.buckets.get(key, (rate, now))
-            tokens = self._refilled(kind, tokens, last, now)
-            ok = tokens >= 1
-            self.buckets[key] = (tokens - 1 if ok else tokens, now)
-        return ok
 
 
 LOWER, UPPER = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

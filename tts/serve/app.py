@@ -35,7 +35,7 @@ from tts.serve.batcher import Batcher, BatcherBusy, Job
 from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder, to_int16
 from tts.serve.page import page_html
 from tts.text.errors import TextError
-from tts.web_limits import BodyLimit, HostCheck, RateLimiter
+from tts.web_limits import BodyLimit, HostCheck, PrefixLimiter
 
 MODEL_ALIASES = ("tts-1", "tts-1-hd")  # OpenAI's model names, accepted for client compatibility
 VOICES = ("default",)  # one voice per server: the loaded one
@@ -109,7 +109,7 @@ class RequestGate:
     streamed body and ends it normally when the app fails mid-stream, so a cut response would reach the
     client looking complete."""
 
-    def __init__(self, app, limiter: RateLimiter | None, hosts: HostCheck | None, max_head_bytes: int) -> None:
+    def __init__(self, app, limiter: PrefixLimiter | None, hosts: HostCheck | None, max_head_bytes: int) -> None:
         self.app, self.limiter, self.hosts, self.max_head_bytes = app, limiter, hosts, max_head_bytes
 
     async def __call__(self, scope, receive, send):
@@ -158,7 +158,7 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes, too_large=lambda message: JSONResponse(
         error_body(message, code="body_too_large"), status_code=413,
         headers={**SECURITY_HEADERS, "Connection": "close"}))
-    limiter = RateLimiter({"request": (limits.requests_per_minute, 60.0)}) if limits.requests_per_minute else None
+    limiter = PrefixLimiter({"request": (limits.requests_per_minute, 60.0)}) if limits.requests_per_minute else None
     # outermost: its headers go on every answer
     app.add_middleware(RequestGate, limiter=limiter, hosts=hosts, max_head_bytes=limits.max_head_bytes)
     sample_rate = voice.sample_rate
