@@ -16,7 +16,8 @@ import torch
 from tts import checkpoint
 from tts.errors import SynthesisError
 from tts.runtime import Controls, Pipeline
-from tts.runtime.pipeline import STREAM_TOLERANCE
+from tts.runtime.pipeline import REPAIR_INDEX_BASE, STREAM_TOLERANCE
+from tts.runtime.text_stage import PartStream
 from tts.runtime.release import shipped_checkpoint
 from tts.noise import item_noise_seed
 from tts.runtime.torch_engine import TorchEngine, pad_tokens
@@ -126,6 +127,88 @@ def test_a_part_the_guard_cuts_is_spoken_again_in_parts(pipeline: Pipeline):
     assert result.seconds > GUARD_FRAMES * 256 / pipeline.sample_rate
     stream = np.concatenate(list(pipeline.stream(LONG, pipeline.controls())))
     assert stream.size == result.wave.size
+
+
+
+class Counting:
+    """The pipeline's engine, counting the texts it encodes and recording the item indices it speaks."""
+
+    def __init__(self, engine, monkeypatch) -> None:
+        self.encoded: list[str] = []
+        self.indices: list[int] = []
+        encode, mels = engine.encode, engine.mels
+
+        def counting_encode(text: str) -> list[int]:
+            self.encoded.append(text)
+            return encode(text)
+
+        def recording_mels(ids, indices, controls, *args, **kwargs):
+            self.indices += list(indices)
+            return mels(ids, indices, controls, *args, **kwargs)
+
+        monkeypatch.setattr(engine, "encode", counting_encode)
+        monkeypatch.setattr(engine, "mels", recording_mels)
+
+
+def test_a_lazy_utterance_gives_its_first_audio_before_its_later_sentences_are_made(pipeline: Pipeline, monkeypatch):
+    """Issue 35: `stream` (and stream_utterance of utterance(lazy=True)) makes part k only when it is reached: its
+    first chunk comes after the first sentence's text work, whatever the length of the text; `synthesize` makes
+    a batch's parts (and one more, to know whether it is the last) before that batch's audio."""
+    text = " ".join(f"This is sentence number {i}." for i in range(1, 9))
+    c = pipeline.controls(seed=2)
+    counting = Counting(pipeline.engine, monkeypatch)
+    utt = pipeline.utterance(text, c, lazy=True)
+    assert isinstance(utt.parts, PartStream) and len(utt.parts.made) == 1 and len(counting.encoded) == 1
+    chunks = pipeline.stream_utterance(utt)
+    first = next(chunks)
+    assert first.size and len(utt.parts.made) == 1 and counting.encoded == ["This is sentence number 1."]
+    rest = list(chunks)
+    assert len(utt.parts.made) == 8 and len(counting.encoded) == 8 and utt.run.timings.text_s > 0
+    eager = pipeline.utterance(text, c)
+    assert isinstance(eager.parts, list) and utt.parts.made == eager.parts  # the same parts
+    np.testing.assert_array_equal(np.concatenate([first, *rest]), np.concatenate(list(pipeline.stream(text, c))))
+
+    counting.encoded.clear()
+    streamed = pipeline.stream(text, c)
+    assert next(streamed).size and len(counting.encoded) == 1  # `stream` itself is lazy
+    streamed.close()
+
+    counting.encoded.clear()
+    made_at: list[int] = []  # parts encoded when each piece of audio reached the sink
+    progress: list[tuple[int, int | None]] = []
+    result = pipeline.synthesize(text, c, batch_size=3, sink=lambda w: made_at.append(len(counting.encoded)),
+                                 progress=lambda d, t: progress.append((d, t)))
+    assert made_at[0] == 4 and made_at[-1] == 8 and progress == [(3, None), (6, None), (8, 8)]
+    assert len(result.sentences) == 8
+
+
+def test_lazy_and_eager_utterances_speak_the_same_audio_with_a_guard_repair(pipeline: Pipeline, monkeypatch):
+    """Issue 35: a lazy utterance (parts made as spoken) gives the eager one's audio sample for sample, repairs
+    included: part k's noise comes from (seed, k) and the guard-cut repair's parts from REPAIR_INDEX_BASE, which
+    needs no count of the parts."""
+    text = f"Hello world. {LONG} And a last one?"
+    c = pipeline.controls(seed=11)
+    counting = Counting(pipeline.engine, monkeypatch)
+    eager, lazy = pipeline.utterance(text, c), pipeline.utterance(text, c, lazy=True)
+    n = len(eager.parts)
+    # eager in batches of 2, as synthesize(batch_size=2) spoke before issue 35
+    expected: list[np.ndarray] = []
+    for start in range(0, n, 2):
+        ks = list(range(start, min(start + 2, n)))
+        for k, wave in zip(ks, pipeline.speak([(eager, k) for k in ks])):
+            expected += [pipeline.silence(eager.parts[k].pause_s), wave]
+    assert any("frame guard cut" in note for note in eager.notes), eager.notes
+    eager_indices, counting.indices = counting.indices, []
+    repairs = [i for i in eager_indices if i >= n]
+    assert len(repairs) >= 2 and repairs == list(range(REPAIR_INDEX_BASE, REPAIR_INDEX_BASE + len(repairs)))
+    result = pipeline.synthesize(text, c, batch_size=2)  # lazy
+    np.testing.assert_array_equal(result.wave, np.concatenate(expected))
+    assert counting.indices == eager_indices and result.notes == eager.notes
+    # streamed (batch 1): a lazy utterance and a fresh eager one (a run's repair indices are spent as used)
+    streamed_lazy = np.concatenate(list(pipeline.stream_utterance(lazy)))
+    streamed_eager = np.concatenate(list(pipeline.stream_utterance(pipeline.utterance(text, c))))
+    np.testing.assert_array_equal(streamed_lazy, streamed_eager)
+    assert lazy.notes == eager.notes
 
 
 def test_the_engines_agree(pipelines: dict[str, Pipeline]):

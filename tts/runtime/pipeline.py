@@ -25,7 +25,8 @@ import numpy as np
 from tts.errors import SynthesisError
 from tts.runtime.controls import Controls
 from tts.runtime.engine import Engine
-from tts.runtime.text_stage import CLAUSE_PAUSE_S, Part, _short, encode_splitting, prepare_parts, split_clause
+from tts.runtime.text_stage import (CLAUSE_PAUSE_S, Part, PartStream, _short, encode_splitting, prepare_parts,
+                                    split_clause)
 from tts.text.errors import UnspeakableTextError
 
 # How far a streamed text's audio may lie from `synthesize`'s (float samples, full scale 1): the block path
@@ -34,6 +35,10 @@ from tts.text.errors import UnspeakableTextError
 # by at most one step.  (Griffin-Lim amplifies the ~2e-6 mel change of another batch size to ~4e-3.)
 STREAM_TOLERANCE = 1e-4
 AR_RETRY_SEED_STEP = 7919  # retry r of an AR part uses seed + r * this: another prenet-dropout stream
+# The item indices of parts spoken again (guard-cut repairs): REPAIR_INDEX_BASE, +1, ... in the order they are
+# spoken, past any text's own parts (part k's noise comes from (seed, k)) and known before the text's last part
+# is made: a lazy utterance does not know how many parts it has, and its audio must be the eager one's.
+REPAIR_INDEX_BASE = 1 << 40
 
 
 @dataclass
@@ -92,7 +97,7 @@ class Run:
     controls: Controls
     timings: Timings
     notes: list[str]
-    next_index: int  # the next free item index for parts spoken again (past the sentence stream)
+    next_index: int  # the next free item index for parts spoken again (from REPAIR_INDEX_BASE)
     t0: float
     ar_retries: int = 0
     fail_on_ar_failure: bool = False
@@ -102,7 +107,7 @@ class Run:
 class Utterance:
     """A text prepared for speaking: its parts (part k's noise comes from (seed, k)) and its run."""
 
-    parts: list[Part]
+    parts: list[Part] | PartStream  # a PartStream (Pipeline.utterance(lazy=True)): made as they are asked for
     run: Run
 
     @property
@@ -140,31 +145,53 @@ class Pipeline:
 
     # --- the text stage -------------------------------------------------------------------------------
     def utterance(self, text: str, controls: Controls | None = None, ar_retries: int = 0,
-                  fail_on_ar_failure: bool = False) -> Utterance:
+                  fail_on_ar_failure: bool = False, lazy: bool = False) -> Utterance:
         """`text` prepared for speaking: the parts (sentences with a final stop; a sentence over the
         frontend's symbol limit cut at clause boundaries) and its run.  A sentence with nothing speakable is
-        skipped with a note; UnspeakableTextError when none is left."""
+        skipped with a note; UnspeakableTextError when none is left.
+
+        lazy: the parts are a PartStream, made sentence by sentence as they are spoken (the first audio of a
+        document after its first sentence's text work, not the whole document's): only the first part is made
+        here, so that text with nothing speakable still raises here; a later part's text problem raises when
+        it is reached, and the notes and `timings.text_s` fill as the parts are made.  The audio is the eager
+        utterance's, sample for sample (the same item indices, REPAIR_INDEX_BASE for repairs)."""
         t0 = time.perf_counter()
-        parts, notes = prepare_parts(text, self.engine.encode, self.pause_s)
+        if lazy:
+            parts: list[Part] | PartStream = PartStream(text, self.engine.encode, self.pause_s)
+            parts.first()
+            notes = parts.notes  # the same list: the run's repair notes land beside the text stage's
+        else:
+            parts, notes = prepare_parts(text, self.engine.encode, self.pause_s)
         run = Run(controls or self.engine.defaults, Timings(text_s=time.perf_counter() - t0), notes,
-                  next_index=len(parts), t0=t0, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
+                  next_index=REPAIR_INDEX_BASE, t0=t0, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
         return Utterance(parts, run)
+
+    @staticmethod
+    def _count_text_time(utt: Utterance) -> None:
+        """A lazy utterance's text seconds so far (its parts are made while it is spoken)."""
+        if isinstance(utt.parts, PartStream):
+            utt.run.timings.text_s = utt.parts.text_s
 
     # --- whole texts ----------------------------------------------------------------------------------
     def synthesize(self, text: str, controls: Controls | None = None, batch_size: int = 8,
-                   progress: Callable[[int, int], None] | None = None, sink: Callable[[np.ndarray], None] | None = None,
+                   progress: Callable[[int, int | None], None] | None = None,
+                   sink: Callable[[np.ndarray], None] | None = None,
                    ar_retries: int = 0, fail_on_ar_failure: bool = False) -> SynthesisResult:
-        """Speak `text` sentence by sentence, `batch_size` parts at a time, `pause_s` between sentences.
+        """Speak `text` sentence by sentence, `batch_size` parts at a time, `pause_s` between sentences.  The
+        parts are made as they are spoken (a lazy utterance): each batch's text work just before its audio.
 
+        progress: called after each batch with (parts spoken, total); the total is None until the last batch
+        (it is known only once the text is spent).
         sink: called with each piece of audio [N] (a sentence, a pause) in order as soon as its batch is
         vocoded, instead of keeping the whole wave (memory stays one batch, whatever the length of the
         text; the result's `wave` is then empty and `streamed_samples` counts what the sink got)."""
-        utt = self.utterance(text, controls, ar_retries, fail_on_ar_failure)
-        n = len(utt.parts)
+        utt = self.utterance(text, controls, ar_retries, fail_on_ar_failure, lazy=True)
         pieces: list[np.ndarray] = []
         streamed = 0
-        for start in range(0, n, batch_size):
-            ks = range(start, min(start + batch_size, n))
+
+        def speak(ks: list[int], total: int | None) -> None:
+            nonlocal streamed
+            self._count_text_time(utt)
             for k, wave in zip(ks, self.speak([(utt, k) for k in ks])):
                 for piece in (self.silence(utt.parts[k].pause_s), wave):
                     if sink is None:
@@ -173,7 +200,16 @@ class Pipeline:
                         sink(piece)
                         streamed += piece.size
             if progress is not None:
-                progress(ks[-1] + 1, n)
+                progress(ks[-1] + 1, total)
+
+        batch: list[int] = []
+        for k, _ in enumerate(utt.parts):
+            if len(batch) == batch_size:  # part k exists, so this batch is not the last one
+                speak(batch, None)
+                batch = []
+            batch.append(k)
+        speak(batch, batch[-1] + 1)  # the text is spent: the total is known (utterance() made part 0 at least)
+        self._count_text_time(utt)
         wave = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
         return SynthesisResult(wave, self.sample_rate, [p.text for p in utt.parts], utt.run.timings, utt.run.notes,
                                streamed_samples=streamed)
@@ -183,12 +219,15 @@ class Pipeline:
         """`text` as audio chunks [n] in order, each handed on as soon as it is made: parts one at a time
         (batch 1, for latency) and, on an engine that streams, block by block inside a part.  Joined they are
         `synthesize`'s wave within STREAM_TOLERANCE.  Memory stays one part, whatever the length of the text."""
-        yield from self.stream_utterance(self.utterance(text, controls, ar_retries, fail_on_ar_failure))
+        yield from self.stream_utterance(self.utterance(text, controls, ar_retries, fail_on_ar_failure, lazy=True))
 
     def stream_utterance(self, utt: Utterance) -> Iterator[np.ndarray]:
-        """`stream` of a prepared utterance (its run collects timings, first audio included, and notes)."""
+        """`stream` of a prepared utterance (its run collects timings, first audio included, and notes).  A lazy
+        utterance's parts are made one at a time as they are reached: its first chunk comes before its second
+        part is made."""
         run = utt.run
         for k, part in enumerate(utt.parts):
+            self._count_text_time(utt)
             if part.pause_s > 0:
                 yield self.silence(part.pause_s)
             pieces = self.engine.stream_part(part.ids, k, run.controls) if self.capabilities.streaming else None
@@ -203,6 +242,7 @@ class Pipeline:
                     if run.timings.first_audio_s is None:
                         run.timings.first_audio_s = time.perf_counter() - run.t0
                     yield piece.wave
+        self._count_text_time(utt)
 
     def synthesize_items(self, texts: Sequence[str], controls: Controls | None = None,
                          indices: Sequence[int] | None = None) -> list[ItemResult]:
@@ -272,7 +312,7 @@ class Pipeline:
         return result
 
     def _speak_parts(self, texts: Sequence[str], run: Run) -> np.ndarray:
-        """Texts spoken one by one (fresh item indices past the sentence stream), joined by CLAUSE_PAUSE_S."""
+        """Texts spoken one by one (fresh item indices from REPAIR_INDEX_BASE), joined by CLAUSE_PAUSE_S."""
         pieces: list[np.ndarray] = []
         for text in texts:
             try:
