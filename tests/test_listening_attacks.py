@@ -25,7 +25,8 @@ from tts.listening.clips import proof
 from tts.listening.layout import layout_for, page_sources
 from tts.listening.report import analyse, format_p, plot, to_markdown
 from tts.listening.scripted import run_many, run_rater
-from tts.listening.security import PrefixLimiter, client_address, parse_networks, rate_key
+from tts.listening.security import client_address, parse_networks
+from tts.web_limits import PrefixLimiter, rate_key
 from listening_server import ADMIN, REPO, ServerProcess, honest_answer, make_tone_systems
 from recipes.bench.speech_server import free_port
 
@@ -457,7 +458,8 @@ def test_client_address_and_rate_key():
 
 
 def test_limiter_never_resets_budgets_under_address_spraying():
-    lim = PrefixLimiter({"session": (3, 0.6)}, max_keys=50)  # 3 tokens, refilled at 5 a second
+    # 3 tokens, refilled at 5 a second; a full table is swept for refilled buckets at most every 0.5 s
+    lim = PrefixLimiter({"session": (3, 0.6)}, max_keys=50, sweep_every_s=0.5)
     assert [lim.allow("session", "192.0.2.1") for _ in range(4)] == [True] * 3 + [False]
     # the old attack: enough fresh addresses to overflow the table, which used to clear every bucket
     sprayed = [lim.allow("session", f"2001:db8:{k:x}::1") for k in range(500)]
@@ -465,6 +467,28 @@ def test_limiter_never_resets_budgets_under_address_spraying():
     assert sprayed[:49] == [True] * 49 and sum(sprayed[49:]) <= 3  # newcomers beyond room share one bucket
     time.sleep(0.7)  # buckets refill at their rate; full ones are dropped to make room, nothing else
     assert lim.allow("session", "192.0.2.1") is True and lim.allow("session", "2001:db8:ffff::1") is True
+    assert ("session", "2001:db8:ffff::/64") in lim.buckets  # the newcomer has its own bucket again
+
+
+def test_host_header_is_checked_against_dns_rebinding(built, tmp_path, capsys):
+    """As the speech server (tts.web_limits.HostCheck): a page of evil.example re-pointed at 127.0.0.1 reaches
+    the server from a rater's browser as same-origin, and only its Host header tells it apart."""
+    with ServerProcess(built, tmp_path / "r.sqlite", extra_args=("--allow-host", "rate.example")) as srv:
+        def get(host: str) -> httpx.Response:
+            return httpx.get(srv.url + "/healthz", headers={"host": host})
+
+        for host in ("evil.example", "evil.example:8000", "127.0.0.1.nip.io", "localhost.evil.example", "10.1.2.3"):
+            r = get(host)
+            assert r.status_code == 421 and "--allow-host" in r.json()["detail"], (host, r.text)
+            assert r.headers["x-content-type-options"] == "nosniff"  # the security headers on refusals too
+        for host in ("localhost", "LOCALHOST:8000", "127.0.0.1", "[::1]:8000", "rate.example:8000"):
+            assert get(host).status_code == 200, host
+        # no session is made, no page served for the rebinding page
+        r = httpx.post(srv.url + "/api/session", json={"consent": True}, headers={"host": "evil.example"})
+        assert r.status_code == 421 and "set-cookie" not in r.headers
+        assert httpx.get(srv.url + "/", headers={"host": "evil.example"}).status_code == 421
+    assert cli_main(["serve", "--test", str(built), "--db", str(tmp_path / "x.sqlite"), "--allow-host", "a b"]) == 2
+    assert "--allow-host 'a b' is not a host name" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- issue 33, 7: smaller ones

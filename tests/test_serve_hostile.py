@@ -157,6 +157,52 @@ def test_host_check_table():
     assert client_key("::ffff:10.0.0.1") == "10.0.0.1" and client_key("10.0.0.1") == "10.0.0.1"
 
 
+def test_rate_limit_keeps_spent_budgets_under_address_spraying_and_counts_ipv6_by_64(voice):
+    """The app's own limiter (tts.web_limits.PrefixLimiter, the listening server's too): a client's spent
+    budget survives 100,000+ other addresses (the old RateLimiter emptied its whole table at 100,001: spraying
+    addresses reset everyone's budget), newcomers past a full table cost no table scan each, and one IPv6 /64
+    (one machine) is one client. Requests in-process over the ASGI app, addressed as the connection layer
+    gives them (scope["client"])."""
+    from fastapi.testclient import TestClient
+
+    from tts.serve import app as serve_app
+    from tts.serve.app import RequestGate, ServeLimits
+    from tts.serve.batcher import Batcher
+
+    batcher = Batcher(voice.pipeline, max_batch=1)
+    try:
+        limits = ServeLimits(requests_per_minute=3)
+        if hasattr(serve_app, "Speaker"):  # the server of several voices: name -> Speaker(voice, batcher)
+            app = serve_app.create_app({"slt": serve_app.Speaker(voice, batcher)}, limits)
+        else:  # one voice (drop this branch once the several-voices create_app is committed)
+            app = serve_app.create_app(voice, batcher, limits)
+        (limiter,) = [m.kwargs["limiter"] for m in app.user_middleware if m.cls is RequestGate]
+
+        def models(address: str) -> int:
+            return TestClient(app, client=(address, 40000)).get("/v1/models").status_code
+
+        assert [models("192.0.2.7") for _ in range(4)] == [200] * 3 + [429]
+        # one /64 is one client (one machine holds a whole /64); the next /64 another
+        assert [models(f"2001:db8:5:6::{k}") for k in (1, 2, 3)] == [200] * 3
+        assert models("2001:db8:5:6:ffff:ffff:ffff:fffe") == 429 and models("2001:db8:5:7::1") == 200
+        # the attack: 100,000 other addresses fill the table (each one request, as the gate takes it) ...
+        for k in range(100_000):
+            limiter.allow("request", f"2001:db8:{k >> 16:x}:{k & 0xffff:x}::1" if k % 2 else
+                          f"10.{k >> 16}.{k >> 8 & 255}.{k & 255}")
+        assert limiter.max_keys == 100_000 <= len(limiter.buckets) <= 100_001
+        # ... and 2,000 more find it full of unspent-but-not-refilled buckets: at most one sweep a second
+        t0 = time.monotonic()
+        for k in range(2_000):
+            limiter.allow("request", f"2001:db8:ffff:{k:x}::1")
+        assert time.monotonic() - t0 < 10  # a sweep per newcomer: ~70 s here (a 100,000-bucket scan each)
+        assert len(limiter.buckets) <= 100_001  # bounded (+1: the shared overflow bucket)
+        # still spent: the address, its IPv4-mapped form, and another address of the spent /64
+        assert models("192.0.2.7") == 429 and models("::ffff:192.0.2.7") == 429
+        assert models("2001:db8:5:6::abcd") == 429
+    finally:
+        batcher.stop(timeout=2.0)
+
+
 def test_request_heads_over_16_kib_are_refused(server):
     assert httpx.get(server.url + "/health", headers={"x-big": "a" * 15000}).status_code == 200
     big = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 64 * 1024 + b"\r\n\r\n"

@@ -34,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--db", type=Path, default=Path("results.sqlite"))
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a Host header to answer besides localhost, loopback and the bind address (repeatable; "
+                        "'*' any): other Hosts get 421, against DNS rebinding. Serving raters at a DNS name, or "
+                        "behind a proxy that passes the public Host on, name it here")
     s.add_argument("--admin-token-file", type=Path, default=None,
                    help="file holding the token for /admin/results (default: $LISTENING_ADMIN_TOKEN; else a "
                         "random 256-bit one is written to DB.admin-token, mode 0600). Not a command-line "
@@ -61,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "serve":
         import uvicorn
 
+        from tts.web_limits import HostCheck
+
         from .app import create_app
 
         from .db import WrongTestError
@@ -70,11 +76,16 @@ def main(argv: list[str] | None = None) -> int:
             print("error: --admin-token is no longer accepted (command lines show in `ps`): set "
                   "$LISTENING_ADMIN_TOKEN or pass --admin-token-file FILE", file=sys.stderr)
             return 2
+        bad_host = next((h for h in args.allow_host if not h or any(c.isspace() or c in "/@" for c in h)), None)
+        if bad_host is not None:
+            print(f"error: --allow-host {bad_host!r} is not a host name", file=sys.stderr)
+            return 2
         try:
             token = admin_token(args.admin_token_file, args.db)
             app = create_app(args.test, args.db, admin_token=token, secure_cookies=args.secure_cookies,
                              sessions_per_hour=args.sessions_per_hour, requests_per_minute=args.requests_per_minute,
-                             trusted_proxies=parse_networks(args.trusted_proxy))
+                             trusted_proxies=parse_networks(args.trusted_proxy),
+                             hosts=HostCheck(args.host, args.allow_host))
         except (WrongTestError, ValueError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -21,7 +21,9 @@ the clock starts at the clip's first request. Nothing depends on the browser's c
 seeing a download end (a client that reads only the headers proves nothing).
 Every response carries the same security headers; audio responses carry no ETag, Last-Modified or Range.
 Bodies over 64 KB get 413; each client (IPv4 address, IPv6 /64; behind --trusted-proxy the forwarded
-address) is rate limited (429): security.py.
+address) is rate limited (429): security.py, tts.web_limits.PrefixLimiter. A Host header outside the allow-list
+(`hosts`: localhost, loopback, the bind address, --allow-host names) is 421 before anything else, against DNS
+rebinding (tts.web_limits.HostCheck).
 """
 
 from __future__ import annotations
@@ -48,14 +50,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tts.web_limits import BodyLimit
+from tts.web_limits import BodyLimit, HostCheck, PrefixLimiter
 
 from . import db as dbm
 from .build import hash_invite, load_test
 from .checks import degrade
 from .clips import gain_for, proof, render_wav
 from .layout import clip_id, clip_ids, dither_seed, layout_for, page_sources
-from .security import MIN_ADMIN_TOKEN_BITS, IPNetwork, PrefixLimiter, client_address, token_bits
+from .security import MIN_ADMIN_TOKEN_BITS, IPNetwork, client_address, token_bits
 
 RATER_RE = re.compile(r"^[0-9a-f]{32}$")
 ID_PATTERN = r"^[0-9a-f]{16}$"
@@ -147,10 +149,12 @@ class ClipRenderer:
 
 def create_app(test_dir: Path | str, db_path: Path | str, admin_token: str | None = None,
                secure_cookies: bool = False, sessions_per_hour: float = 20, requests_per_minute: float = 600,
-               check_listening: bool = True, trusted_proxies: tuple[IPNetwork, ...] = ()) -> FastAPI:
+               check_listening: bool = True, trusted_proxies: tuple[IPNetwork, ...] = (),
+               hosts: HostCheck | None = None) -> FastAPI:
     """`secure_cookies`: mark the cookie Secure (serve behind HTTPS); it is also set on https requests.
-    Rate limits per client (security.rate_key): new sessions per hour, requests per minute, 10 admin
-    attempts a minute. `trusted_proxies`: networks whose X-Forwarded-For names the client.
+    Rate limits per client (tts.web_limits.rate_key): new sessions per hour, requests per minute, 10 admin
+    attempts a minute. `trusted_proxies`: networks whose X-Forwarded-For names the client. `hosts`: the
+    Host allow-list (None: any Host; the CLI passes one).
     `check_listening=False` skips the listening evidence (tests of the API's other rules only)."""
     test_dir = Path(test_dir).resolve()
     test = load_test(test_dir)
@@ -173,7 +177,11 @@ def create_app(test_dir: Path | str, db_path: Path | str, admin_token: str | Non
 
     @app.middleware("http")
     async def headers_and_limits(request: Request, call_next):
-        if not limiter.allow("request", client_of(request)):
+        host = request.headers.get("host")
+        if hosts is not None and not hosts.allows(None if host is None else host.encode("latin-1")):
+            resp = JSONResponse({"detail": f"this server does not answer for the Host {host[:100]!r} (start it "
+                                           "with --allow-host NAME)"}, status_code=421)
+        elif not limiter.allow("request", client_of(request)):
             resp = JSONResponse({"detail": "too many requests"}, status_code=429, headers={"Retry-After": "10"})
         else:
             resp = await call_next(request)

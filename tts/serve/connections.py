@@ -32,7 +32,6 @@ The counters (`ConnectionGuard.stats`) are in GET /health under "connections".
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import re
@@ -42,6 +41,10 @@ from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+# the address a per-client bound counts: the IPv4 address, or the /64 of an IPv6 one (one host commonly
+# holds a whole /64); the same key as the request rate limit's
+from tts.web_limits import rate_key as client_key
 
 log = logging.getLogger("tts.serve")
 HEAD_END = re.compile(rb"\n\r?\n")  # the blank line after the headers (h11 takes bare LF line ends too)
@@ -65,22 +68,6 @@ class ConnectionLimits:
         for name in ("head_timeout_s", "body_timeout_s", "send_timeout_s"):
             if not 0 < getattr(self, name) <= 86400:  # also refuses NaN
                 raise ValueError(f"{name} must be in (0, 86400] seconds, got {getattr(self, name)!r}")
-
-
-def client_key(host: str | None) -> str:
-    """The address a per-client bound counts: the IPv4 address, or the /64 of an IPv6 one (one host
-    commonly holds a whole /64, so counting single IPv6 addresses would bound nothing)."""
-    if not host:
-        return "?"
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:  # ::ffff:a.b.c.d is the IPv4 client a.b.c.d
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
 
 
 def raw_response(status: int, reason: str, message: str, code: str) -> bytes:
