@@ -27,7 +27,7 @@ import torch
 from data_prep.atomic import tmp_path, write_json_atomic
 from tts.audio import MelConfig, MelSpectrogram, load_wav
 from tts.data.corpus import CorpusError, read_metadata, wav_path
-from tts.data.features import FEATURE_VERSION, PITCH_CONFIG, compute_features, is_current
+from tts.data.features import FEATURE_VERSION, compute_features, corpus_pitch_config, is_current
 
 
 @dataclass
@@ -76,7 +76,7 @@ class Accumulator:
         self.mel_sum += other.mel_sum
         self.mel_sumsq += other.mel_sumsq
 
-    def stats(self, config: MelConfig) -> dict[str, Any]:
+    def stats(self, config: MelConfig, pitch_config: dict[str, Any]) -> dict[str, Any]:
         def mean_std(s: float | np.ndarray, ss: float | np.ndarray, n: int) -> tuple[Any, Any]:
             if n == 0:
                 return float("nan"), float("nan")
@@ -99,25 +99,27 @@ class Accumulator:
             "mel": {"mean": np.asarray(m_mean).tolist(), "std": np.asarray(m_std).tolist(),
                     "over": "all frames, per channel"},
             "mel_config": config.to_dict(),
-            "pitch_config": dict(PITCH_CONFIG),
+            "pitch_config": dict(pitch_config),
             "version": FEATURE_VERSION,
         }
 
 
 # --- per-utterance work (runs in pool workers) ------------------------------------------------------
 _MEL_FN: MelSpectrogram | None = None
+_PITCH_CONFIG: dict[str, Any] | None = None
 
 
-def _init_worker(config_dict: dict[str, Any]) -> None:
-    global _MEL_FN
+def _init_worker(config_dict: dict[str, Any], pitch_config: dict[str, Any]) -> None:
+    global _MEL_FN, _PITCH_CONFIG
     torch.set_num_threads(1)  # one process per core; intra-op threads would oversubscribe
     _MEL_FN = MelSpectrogram(MelConfig.from_dict(config_dict))
+    _PITCH_CONFIG = pitch_config
 
 
 def _process(job: tuple[str, str, str]) -> tuple[str, str, Accumulator | str]:
     """(id, data_dir, features_dir) -> (id, "computed" | "cached" | "failed", stats or error)."""
     utt_id, data_dir, features_dir = job
-    assert _MEL_FN is not None
+    assert _MEL_FN is not None and _PITCH_CONFIG is not None
     config = _MEL_FN.config
     wav = wav_path(data_dir, utt_id)
     out = Path(features_dir) / f"{utt_id}.pt"
@@ -127,12 +129,12 @@ def _process(job: tuple[str, str, str]) -> tuple[str, str, Accumulator | str]:
         if out.is_file():
             try:
                 d = torch.load(out, map_location="cpu", weights_only=True)
-                if is_current(d, config, n_samples):
+                if is_current(d, config, n_samples, _PITCH_CONFIG):
                     acc.add(d)
                     return utt_id, "cached", acc
             except Exception:  # corrupt/truncated cache file: recompute below
                 pass
-        d = compute_features(load_wav(wav, config.sample_rate), _MEL_FN)
+        d = compute_features(load_wav(wav, config.sample_rate), _MEL_FN, _PITCH_CONFIG)
         tmp = tmp_path(out)
         torch.save(d, tmp)
         tmp.replace(out)
@@ -162,6 +164,7 @@ def extract_features(data_dir: str | Path, config: MelConfig | None = None, jobs
     for p in features_dir.glob(".*.tmp"):
         p.unlink(missing_ok=True)
     ids = ids if ids is not None else [u.id for u in read_metadata(data_dir)]
+    pitch_config = corpus_pitch_config(data_dir)  # the corpus's tracker (corpus.json; default dio)
     work = [(i, str(data_dir), str(features_dir)) for i in ids]
 
     total = Accumulator(n_mels=config.n_mels)
@@ -182,17 +185,18 @@ def extract_features(data_dir: str | Path, config: MelConfig | None = None, jobs
 
     if jobs <= 1:
         threads = torch.get_num_threads()
-        _init_worker(config.to_dict())
+        _init_worker(config.to_dict(), pitch_config)
         try:
             collect(map(_process, work))
         finally:
             torch.set_num_threads(threads)
     else:
         # spawn, not fork: a parent that already ran torch/OpenMP can deadlock forked children.
-        with mp.get_context("spawn").Pool(jobs, initializer=_init_worker, initargs=(config.to_dict(),)) as pool:
+        with mp.get_context("spawn").Pool(jobs, initializer=_init_worker,
+                                          initargs=(config.to_dict(), pitch_config)) as pool:
             collect(pool.imap_unordered(_process, work, chunksize=16))
 
-    stats = total.stats(config)
+    stats = total.stats(config, pitch_config)
     stats["failures"] = failures
     write_json_atomic(features_dir / "stats.json", stats)
     return FeatureSummary(counts["computed"], counts["cached"], failures, stats, time.monotonic() - t0)

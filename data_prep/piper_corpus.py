@@ -55,6 +55,7 @@ from data_prep.corpus import Utterance, wav_path, write_metadata
 from data_prep.festival_corpus import ID_PREFIX as FESTIVAL_ID_PREFIX
 from data_prep.festival_corpus import _read_failures, load_texts
 from data_prep.splits import SplitConfig, write_splits
+from tts.data.features import HARVEST_PITCH_CONFIG
 
 SAMPLE_RATE = 22050
 HOP = 256  # Piper's hop and ours (conf/audio): the alignments are frame-exact durations
@@ -438,6 +439,8 @@ def _corpus_info(summary: BuildSummary, split_config: SplitConfig, source: dict[
         "n_utterances": summary.n_utterances,
         "n_failed": summary.n_failed_total,
         "sample_rate": SAMPLE_RATE,
+        # the pitch tracker data_prep.features and the vocoder's data use for this corpus (tts.data.features)
+        "pitch_config": dict(HARVEST_PITCH_CONFIG),
         "id_format": f"{ID_PREFIX}_%05d, position in the sentence order (the text of {FESTIVAL_ID_PREFIX}_%05d)",
         "normalised_text": "tts.text.normalizer.normalize(text): the text Piper was given",
         "alignments": {

@@ -26,6 +26,9 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
      block_frames: B, nar_bs: [8, 16, 32, 64, 0]}         block-mode NAR: decode in blocks of B frames (0 =
                                                           one block, parallel); nar_bs expands into NAME_b8,
                                                           ..., NAME_bwhole (issue 22's curve over B)
+    {kind: acoustic, voice: joe[, model: M], ...}         a shipped voice (checkpoints/default.json): its
+                                                          model M (default its first) and, unless V is
+                                                          given, the shipped vocoder
     {kind: piper}                                         Piper's joe-medium voice (a peer; optional extra
                                                           `tts[peers]`): another speaker, so no MCD / F0
 
@@ -58,6 +61,7 @@ from data_prep.atomic import write_json_atomic
 from tts.audio import MelConfig, MelSpectrogram, save_wav
 from tts.data.corpus import CorpusError, features_path, load_features, read_metadata, read_split, wav_path
 from tts.evaluation.systems import SYSTEM_KINDS, SYSTEM_VOCODER, SystemSpec
+from tts.runtime.release import shipped_checkpoint, shipped_defaults, voice_model
 from tts.evaluation.asr import ASRModelMissingError
 from tts.evaluation.naturalness import QualityModelMissingError
 from tts.runtime.pipeline import ItemResult
@@ -71,7 +75,8 @@ _SPEC_KEYS = {
     "ground_truth": {"kind"},
     "copy": {"kind", "vocoder"},
     "piper": {"kind"},
-    "acoustic": {"kind", "checkpoint", "vocoder", "refine_steps", "nar_ks", "temperature", "block_frames", "nar_bs"},
+    "acoustic": {"kind", "checkpoint", "voice", "model", "vocoder", "refine_steps", "nar_ks", "temperature",
+                 "block_frames", "nar_bs"},
 }
 
 
@@ -107,13 +112,25 @@ def parse_systems(node: Any) -> list[SystemSpec]:
         if kind in ("ground_truth", "piper"):
             systems.append(SystemSpec(name, kind))
             continue
-        vocoder = str(spec.get("vocoder") or DEFAULT_VOCODER)
+        voice = spec.get("voice")
+        if voice is not None and spec.get("checkpoint"):
+            raise EvaluationConfigError(f"system {name!r}: give a shipped `voice` (and `model`) or a `checkpoint`")
+        if spec.get("model") is not None and voice is None:
+            raise EvaluationConfigError(f"system {name!r}: `model` picks one of a shipped `voice`'s models; give the voice")
+        # a shipped voice speaks through the shipped vocoder unless the spec names another
+        vocoder = str(spec.get("vocoder") or (shipped_defaults()["vocoder"] if voice is not None else DEFAULT_VOCODER))
         if kind == "copy":
             systems.append(SystemSpec(name, kind, vocoder=vocoder))
             continue
-        ckpt = spec.get("checkpoint")
+        if voice is not None:
+            try:
+                ckpt = str(shipped_checkpoint(voice_model(str(voice), spec.get("model"))))
+            except ValueError as e:
+                raise EvaluationConfigError(f"system {name!r}: {e}") from e
+        else:
+            ckpt = spec.get("checkpoint")
         if not ckpt:
-            raise EvaluationConfigError(f"system {name!r}: kind acoustic needs `checkpoint`")
+            raise EvaluationConfigError(f"system {name!r}: kind acoustic needs `checkpoint` (or a shipped `voice`)")
         if not Path(ckpt).is_file():
             raise EvaluationConfigError(
                 f"system {name!r}: checkpoint not found: {ckpt} (train it first, fix the path, or drop the "
@@ -133,7 +150,8 @@ def parse_systems(node: Any) -> list[SystemSpec]:
             k = None if k is None else _steps(name, k)
             for b in bs:
                 b = _block_frames(name, b)
-                systems.append(SystemSpec(f"{name}_b{b or 'whole'}", kind, vocoder, str(ckpt), k, temp, b))
+                systems.append(SystemSpec(f"{name}_b{b or 'whole'}", kind, vocoder, str(ckpt), k, temp, b,
+                                          voice))
             continue
         block = spec.get("block_frames")
         block = None if block is None else _block_frames(name, block)
@@ -146,11 +164,11 @@ def parse_systems(node: Any) -> list[SystemSpec]:
                 raise EvaluationConfigError(f"system {name!r}: nar_ks is empty")
             for k in ks:
                 systems.append(SystemSpec(f"{name}_k{_steps(name, k)}", kind, vocoder, str(ckpt), _steps(name, k), temp,
-                                          block))
+                                          block, voice))
         else:
             k = spec.get("refine_steps")
             systems.append(SystemSpec(name, kind, vocoder, str(ckpt), None if k is None else _steps(name, k), temp,
-                                      block))
+                                      block, voice))
     names = [s.name for s in systems]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

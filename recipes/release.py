@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from data_prep.atomic import write_json_atomic
 from tts import checkpoint
@@ -130,6 +130,21 @@ def shipped_vocoder_sources(vocoders: dict[str, str | None], default_vocoder: st
     return out
 
 
+def release_voices(voices: dict[str, list[str]], default_voice: str, acoustic: dict[str, str | None],
+                   out_dir: Path) -> dict[str, list[str]]:
+    """The voices of the release: each voice's models that the release holds (released now, or already in
+    out_dir), in the given order; a voice left with none is not shipped, the default voice must keep one."""
+    present = {name for name, src in acoustic.items() if src} | {p.stem for p in out_dir.glob("*.pt")}
+    out = {v: [m for m in models if m in present] for v, models in voices.items()}
+    out = {v: models for v, models in out.items() if models}
+    if default_voice not in out:
+        raise ReleaseError(f"default voice {default_voice!r} has none of its models {voices.get(default_voice)} in "
+                           f"the release (released: {sorted(present)}); voices: {voices}")
+    for name in sorted(present - {m for models in out.values() for m in models}):
+        print(f"note: {name}.pt is released but in no voice (voices.VOICE=[..., {name}] names it)", file=sys.stderr)
+    return out
+
+
 def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
             half: bool = True, max_total_mb: float = 60.0,
             overrides: dict[str, dict[str, Any]] | None = None, force: bool = False,
@@ -143,8 +158,9 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
     # removes them again when they are still empty, instead of leaving an empty release behind
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     try:
+        shipped_voices = release_voices(dict(default["voices"]), default["voice"], acoustic, out_dir)
         return _release(acoustic, shipped_vocoder_sources(vocoders, default["vocoder"], out_dir, shipped_dir), default,
-                        out_dir, half, max_total_mb, overrides)
+                        out_dir, half, max_total_mb, overrides, shipped_voices)
     except BaseException:
         for folder in created:  # deepest first
             if folder.is_dir() and not any(folder.iterdir()):
@@ -153,9 +169,8 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
 
 
 def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
-             half: bool, max_total_mb: float, overrides: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
-    if not acoustic.get(default["acoustic"]):
-        raise ReleaseError(f"default acoustic model {default['acoustic']!r} is not in the release {sorted(acoustic)}")
+             half: bool, max_total_mb: float, overrides: dict[str, dict[str, Any]] | None,
+             voices: dict[str, list[str]]) -> dict[str, Any]:
     unknown = sorted(set(vocoders) - set(SHIPPED))
     if unknown:
         raise ReleaseError(f"unknown shipped vocoder(s) {unknown}; expected names from {sorted(SHIPPED)}")
@@ -195,22 +210,23 @@ def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], d
         for rel in files:
             if rel not in vocoder_rels:
                 voc.check_mel_config(checkpoint.load(stage / rel).mel_config, f"released {rel}")
-        summary = {"files": {**files, **kept}, "total_mb": total, "default": dict(default)}
+        summary = {"files": {**files, **kept}, "total_mb": total, "default": {**default, "voices": voices}}
         for rel in files:
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(stage / rel, out_dir / rel)
             summary["files"][rel]["file"] = str(out_dir / rel)
     write_json_atomic(out_dir / "release.json", summary)
-    # which shipped model and vocoder speak by default (tts.runtime.release.shipped_defaults reads it); every
-    # other inference setting lives in the shipped model's own config (`overrides`), read by tts.runtime
-    write_json_atomic(out_dir / "default.json", {"acoustic": default["acoustic"], "vocoder": default["vocoder"]})
+    # the voices, their models, the default voice and the vocoder (tts.runtime.release.shipped_defaults reads
+    # it); every other inference setting lives in the shipped model's own config (`overrides`), read by tts.runtime
+    write_json_atomic(out_dir / "default.json", summary["default"])
     return summary
 
 
-def synthesis_command(out_dir: Path, default: dict[str, str]) -> str:
+def synthesis_command(out_dir: Path, default: dict[str, Any]) -> str:
     """How to speak with the released folder (tts.synthesize takes the files; default.json is checkpoints/'s)."""
     vocoder = str(out_dir / _vocoder_rel(default["vocoder"])) if default["vocoder"] in SHIPPED else default["vocoder"]
-    return (f"python -m tts.synthesize --checkpoint {out_dir / (default['acoustic'] + '.pt')} --vocoder {vocoder} "
+    model = default["voices"][default["voice"]][0]
+    return (f"python -m tts.synthesize --checkpoint {out_dir / (model + '.pt')} --vocoder {vocoder} "
             f"--text \"Hello there.\" --out hello.wav")
 
 
@@ -218,12 +234,12 @@ def synthesis_command(out_dir: Path, default: dict[str, str]) -> str:
 @user_errors(extra=(ReleaseError,))
 def main(cfg: DictConfig) -> None:
     out_dir = Path(cfg.out_dir)
-    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), out_dir,
+    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), OmegaConf.to_container(cfg.default), out_dir,
                       half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
                       overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v}, force=bool(cfg.force))
     print(json.dumps(summary, indent=2))
     print(f"released {len(summary['files'])} file(s), {summary['total_mb']:.1f} MB, into {out_dir}\n"
-          f"speak with it: {synthesis_command(out_dir, dict(cfg.default))}")
+          f"speak with it: {synthesis_command(out_dir, summary['default'])}")
 
 
 if __name__ == "__main__":

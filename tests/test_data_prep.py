@@ -18,6 +18,7 @@ import torch
 from data_prep import corpus, festival_corpus, features, ljspeech, sentences, splits
 from data_prep.festival import FestivalError, FestivalProcess, scheme_string
 from tts.audio import MelConfig, MelConfigMismatchError, MelSpectrogram, load_wav
+from tts.data import features as tfeatures
 from tts.data.features import compute_pitch
 
 FIXTURE = Path(__file__).parent / "fixtures" / "slt20"
@@ -296,6 +297,41 @@ def test_pitch_contour_is_frame_aligned() -> None:
     onset = int(np.argmax(f0 > 0))
     assert abs(onset - (n // 2) / 256) <= 2
     assert abs(np.median(f0[f0 > 0]) - 200) < 5
+
+
+def _pulse_train(f0: float, sr: int, n: int) -> np.ndarray:
+    """A male-like voiced sound: a pulse train at f0 Hz through a decaying resonance (rich harmonics)."""
+    x = np.zeros(n)
+    x[:: int(sr / f0)] = 1.0
+    return np.convolve(x, np.exp(-np.arange(200) / 30.0) * np.sin(np.arange(200) * 2 * np.pi * 700 / sr))[:n] * 0.3
+
+
+@pytest.mark.parametrize("method", ["dio", "harvest"])
+def test_pitch_trackers_find_a_low_voice(method: str) -> None:
+    sr, cfg = 22050, MelConfig.default()
+    wave = _pulse_train(98.0, sr, sr)
+    config = tfeatures.PITCH_CONFIG if method == "dio" else tfeatures.HARVEST_PITCH_CONFIG
+    f0 = compute_pitch(wave, cfg, cfg.n_frames(sr), config)
+    assert (f0 > 0).mean() > 0.8 and abs(np.median(f0[f0 > 0]) - 98.0) < 5
+
+
+def test_corpus_pitch_config_is_the_corpus_s(fixture_copy: Path) -> None:
+    """corpus.json names the tracker; features, their cache check and stats.json follow it; a bad one is refused."""
+    assert tfeatures.corpus_pitch_config(fixture_copy) == tfeatures.PITCH_CONFIG  # no corpus.json key: dio
+    info_path = fixture_copy / "corpus.json"
+    info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+    ids = [u.id for u in corpus.read_metadata(fixture_copy)][:2]
+    dio = features.extract_features(fixture_copy, jobs=1, ids=ids)
+    info_path.write_text(json.dumps({**info, "pitch_config": tfeatures.HARVEST_PITCH_CONFIG}))
+    harvest = features.extract_features(fixture_copy, jobs=1, ids=ids)
+    assert (harvest.n_computed, harvest.n_cached) == (2, 0)  # the dio cache is not the corpus's pitch any more
+    assert harvest.stats["pitch_config"] == tfeatures.HARVEST_PITCH_CONFIG != dio.stats["pitch_config"]
+    d = torch.load(corpus.features_path(fixture_copy, ids[0]), weights_only=True)
+    assert d["pitch_config"] == tfeatures.HARVEST_PITCH_CONFIG
+    assert features.extract_features(fixture_copy, jobs=1, ids=ids).n_cached == 2
+    info_path.write_text(json.dumps({**info, "pitch_config": {"method": "crepe", "f0_floor": 50, "f0_ceil": 400}}))
+    with pytest.raises(ValueError, match="pitch_config must be"):
+        tfeatures.corpus_pitch_config(fixture_copy)
 
 
 # --- LJSpeech -----------------------------------------------------------------------------------------

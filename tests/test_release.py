@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 import torch
 
 from recipes.release import ReleaseError, release
@@ -25,11 +26,11 @@ def sources(tmp_path: Path) -> dict[str, str]:
 
 def test_release_exports_fp16_that_loads_and_speaks(sources, tmp_path):
     out = tmp_path / "checkpoints"
-    summary = release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+    summary = release(sources, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, out)
     defaults = json.loads((out / "default.json").read_text())
-    assert {k: defaults[k] for k in ("acoustic", "vocoder")} == {"acoustic": "nar", "vocoder": "griffin-lim"}
-    # default.json names the default model and vocoder only: the inference settings live in each checkpoint
-    assert set(defaults) == {"acoustic", "vocoder"}
+    # default.json names the voices, their models, the default voice and the vocoder only: the inference
+    # settings live in each checkpoint
+    assert defaults == {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}
     assert json.loads((out / "release.json").read_text())["total_mb"] == pytest.approx(summary["total_mb"])
     for name in ("ar", "nar"):
         raw = torch.load(out / f"{name}.pt", weights_only=False)
@@ -46,21 +47,21 @@ def test_release_exports_fp16_that_loads_and_speaks(sources, tmp_path):
 
 def test_release_over_budget_replaces_nothing(sources, tmp_path):
     out = tmp_path / "checkpoints"
-    release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+    release(sources, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, out)
     before = {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()}
     with pytest.raises(ReleaseError, match="budget"):
-        release(sources, {}, {"acoustic": "ar", "vocoder": "griffin-lim"}, out, max_total_mb=0.001, force=True)
+        release(sources, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["ar", "nar"]}}, out, max_total_mb=0.001, force=True)
     assert {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()} == before
 
 
 def test_release_errors_name_the_problem(sources, tmp_path):
     out = tmp_path / "checkpoints"
     with pytest.raises(ReleaseError, match="does not exist"):
-        release({**sources, "nar": str(tmp_path / "missing.ckpt")}, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
-    with pytest.raises(ReleaseError, match="default acoustic"):
-        release({**sources, "nar": None}, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out)
+        release({**sources, "nar": str(tmp_path / "missing.ckpt")}, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, out)
+    with pytest.raises(ReleaseError, match="default voice 'slt' has none of its models"):
+        release({**sources, "nar": None}, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar"]}}, out)
     with pytest.raises(ReleaseError, match="needs a vocoder checkpoint"):  # none given, none shipped
-        release(sources, {}, {"acoustic": "nar", "vocoder": "hifigan"}, out, shipped_dir=tmp_path / "nothing_shipped")
+        release(sources, {}, {"voice": "slt", "vocoder": "hifigan", "voices": {"slt": ["nar", "ar"]}}, out, shipped_dir=tmp_path / "nothing_shipped")
     assert not out.exists(), "a failed first release leaves no (empty) folder"
 
 
@@ -68,7 +69,7 @@ def test_release_rejects_mel_mismatch(tmp_path):
     other = MelConfig.from_dict({**MelConfig.default().to_dict(), "f_max": 7600.0})
     src = {"nar": str(tiny_checkpoint(tmp_path / "nar.ckpt", "nonautoregressive", mel_config=other, **TINY["nonautoregressive"]))}
     with pytest.raises(Exception, match="mel"):
-        release(src, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, tmp_path / "checkpoints")
+        release(src, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, tmp_path / "checkpoints")
 
 
 def tiny_source_filter_checkpoint(path: Path) -> Path:
@@ -93,21 +94,23 @@ def test_release_config_composes_and_runs(sources, tmp_path):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("release", overrides=[f"acoustic.ar={sources['ar']}", f"acoustic.nar={sources['nar']}",
                                             f"vocoders.source-filter={sf_ckpt}", f"out_dir={out}"])
-    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), Path(cfg.out_dir),
+    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), OmegaConf.to_container(cfg.default), Path(cfg.out_dir),
                       half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
                       overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v})
     assert set(summary["files"]) == {"ar.pt", "nar.pt", "vocoder/source_filter.pt"} and (out / "default.json").is_file()
-    assert json.loads((out / "default.json").read_text()) == dict(cfg.default)
+    # the voices keep the models this release holds (nar_block and joe's model are not in it)
+    assert json.loads((out / "default.json").read_text()) == {"voice": "slt", "vocoder": "source-filter",
+                                                              "voices": {"slt": ["nar", "ar"]}}
 
 
 def test_release_overrides_inference_defaults_only(sources, tmp_path):
     out = tmp_path / "checkpoints"
-    release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"refine_steps": 2}})
+    release(sources, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, out, overrides={"nar": {"refine_steps": 2}})
     meta = checkpoint.load(out / "nar.pt").meta
     assert meta.model_config["refine_steps"] == 2 and meta.info["overrides"] == {"refine_steps": 2}
     assert checkpoint.load(out / "nar.pt").model.inference_spec().defaults["refine_steps"] == 2
     with pytest.raises(ReleaseError, match="cannot override 'd_model'"):
-        release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out, overrides={"nar": {"d_model": 64}},
+        release(sources, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, out, overrides={"nar": {"d_model": 64}},
                 force=True)
 
 
@@ -117,12 +120,12 @@ def test_release_sets_a_default_the_training_config_did_not_spell_out(sources, t
     src.meta.model_config.pop("refine_temperature", None)
     checkpoint.save(tmp_path / "old.pt", src.model, src.meta)
     out = tmp_path / "checkpoints"
-    release({"ar": None, "nar": str(tmp_path / "old.pt")}, {}, {"acoustic": "nar", "vocoder": "griffin-lim"},
+    release({"ar": None, "nar": str(tmp_path / "old.pt")}, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}},
             out, overrides={"nar": {"refine_steps": 2, "refine_temperature": 0.5}})
     loaded = checkpoint.load(out / "nar.pt")
     assert loaded.model.refine_steps == 2 and loaded.model.refine_temperature == 0.5
     with pytest.raises(ReleaseError, match="cannot override 'no_such_thing'"):
-        release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, out,
+        release(sources, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, out,
                 overrides={"nar": {"no_such_thing": 1}}, force=True)
 
 
@@ -130,11 +133,11 @@ def test_rereleasing_a_shipped_file_keeps_its_provenance_and_weights(sources, tm
     # a later session ships a new AR while the NAR's training folder is gone: the NAR is released from
     # the shipped file itself, which must keep the weights bit for bit and the record of where they came from
     first = tmp_path / "first"
-    release(sources, {}, {"acoustic": "nar", "vocoder": "griffin-lim"}, first)
+    release(sources, {}, {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, first)
     shipped = json.loads((first / "release.json").read_text())["files"]["nar.pt"]
     second = tmp_path / "second"
     summary = release({"ar": sources["ar"], "nar": str(first / "nar.pt")}, {},
-                      {"acoustic": "nar", "vocoder": "griffin-lim"}, second)
+                      {"voice": "slt", "vocoder": "griffin-lim", "voices": {"slt": ["nar", "ar"]}}, second)
     again = summary["files"]["nar.pt"]
     assert {k: again[k] for k in ("source", "source_sha256", "global_step")} == \
         {k: shipped[k] for k in ("source", "source_sha256", "global_step")}
@@ -189,7 +192,7 @@ def _shipped_copy(tmp_path: Path) -> Path:
     shipped = tmp_path / "shipped"
     release({"nar": str(tiny_checkpoint(tmp_path / "s.ckpt", "nonautoregressive", **TINY["nonautoregressive"]))},
             {"source-filter": str(tiny_source_filter_checkpoint(tmp_path / "sf0.pt"))},
-            {"acoustic": "nar", "vocoder": "source-filter"}, shipped, shipped_dir=tmp_path / "none")
+            {"voice": "slt", "vocoder": "source-filter", "voices": {"slt": ["nar", "ar"]}}, shipped, shipped_dir=tmp_path / "none")
     return shipped
 
 
@@ -198,14 +201,14 @@ def test_release_into_the_shipped_folder_or_an_existing_release_needs_force(sour
     before = {p.relative_to(shipped): p.read_bytes() for p in shipped.rglob("*") if p.is_file()}
     for out in (shipped, tmp_path / "shipped" / ".." / "shipped"):
         with pytest.raises(ReleaseError, match="shipped voice's folder.*--force"):
-            release(sources, {}, {"acoustic": "nar", "vocoder": "source-filter"}, out, shipped_dir=shipped)
+            release(sources, {}, {"voice": "slt", "vocoder": "source-filter", "voices": {"slt": ["nar", "ar"]}}, out, shipped_dir=shipped)
     mine = tmp_path / "mine"
-    release(sources, {}, {"acoustic": "nar", "vocoder": "source-filter"}, mine, shipped_dir=shipped)
+    release(sources, {}, {"voice": "slt", "vocoder": "source-filter", "voices": {"slt": ["nar", "ar"]}}, mine, shipped_dir=shipped)
     with pytest.raises(ReleaseError, match="not empty.*--force"):
-        release(sources, {}, {"acoustic": "nar", "vocoder": "source-filter"}, mine, shipped_dir=shipped)
+        release(sources, {}, {"voice": "slt", "vocoder": "source-filter", "voices": {"slt": ["nar", "ar"]}}, mine, shipped_dir=shipped)
     assert {p.relative_to(shipped): p.read_bytes() for p in shipped.rglob("*") if p.is_file()} == before
     # explicit: --force replaces the release (and keeps what it did not replace in its record)
-    summary = release({"ar": sources["ar"], "nar": None}, {}, {"acoustic": "ar", "vocoder": "source-filter"}, shipped,
+    summary = release({"ar": sources["ar"], "nar": None}, {}, {"voice": "slt", "vocoder": "source-filter", "voices": {"slt": ["ar", "nar"]}}, shipped,
                       force=True, shipped_dir=shipped)
     assert set(summary["files"]) == {"ar.pt", "nar.pt", "vocoder/source_filter.pt"}
 
@@ -221,7 +224,7 @@ def test_a_new_release_speaks_through_the_shipped_vocoder_with_the_shipped_contr
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("release", overrides=["acoustic.ar=null", f"acoustic.nar={sources['nar']}"])
     out = tmp_path / "voice"
-    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), dict(cfg.default), out,
+    summary = release(dict(cfg.acoustic), dict(cfg.vocoders), OmegaConf.to_container(cfg.default), out,
                       overrides={k: dict(v) for k, v in cfg.overrides.items() if v}, shipped_dir=shipped)
     assert set(summary["files"]) == {"nar.pt", "vocoder/source_filter.pt"}
     a = checkpoint.read_raw(shipped / "vocoder" / "source_filter.pt")
@@ -230,18 +233,19 @@ def test_a_new_release_speaks_through_the_shipped_vocoder_with_the_shipped_contr
     assert summary["files"]["vocoder/source_filter.pt"]["source"] == str(tmp_path / "sf0.pt")
     controls = checkpoint.load(out / "nar.pt").model.inference_spec().defaults
     assert (controls["refine_steps"], controls["temperature"]) == (2, 0.667)
-    assert json.loads((out / "default.json").read_text()) == {"acoustic": "nar", "vocoder": "source-filter"}
+    assert json.loads((out / "default.json").read_text()) == {"voice": "slt", "vocoder": "source-filter",
+                                                              "voices": {"slt": ["nar"]}}
 
 
 def test_release_config_reproduces_the_shipped_voice():
     """conf/release.yaml's defaults are the shipped voice's: the default model and vocoder of
     checkpoints/default.json, and every shipped NAR's own controls (K, temperature) as its overrides."""
-    from omegaconf import OmegaConf
-
     from tts.paths import CHECKPOINT_DIR, CONF_DIR
 
     cfg = OmegaConf.load(CONF_DIR / "release.yaml")
-    assert dict(cfg.default) == json.loads((CHECKPOINT_DIR / "default.json").read_text())
+    shipped = json.loads((CHECKPOINT_DIR / "default.json").read_text())
+    released = {v: [m for m in models if (CHECKPOINT_DIR / f"{m}.pt").is_file()] for v, models in cfg.default.voices.items()}
+    assert {**OmegaConf.to_container(cfg.default), "voices": {v: m for v, m in released.items() if m}} == shipped
     assert "checkpoints" not in str(cfg.out_dir) and cfg.force is False
     for name in json.loads((CHECKPOINT_DIR / "release.json").read_text())["files"]:
         if name.startswith("vocoder/"):

@@ -172,10 +172,7 @@ def test_rate_limit_keeps_spent_budgets_under_address_spraying_and_counts_ipv6_b
     batcher = Batcher(voice.pipeline, max_batch=1)
     try:
         limits = ServeLimits(requests_per_minute=3)
-        if hasattr(serve_app, "Speaker"):  # the server of several voices: name -> Speaker(voice, batcher)
-            app = serve_app.create_app({"slt": serve_app.Speaker(voice, batcher)}, limits)
-        else:  # one voice (drop this branch once the several-voices create_app is committed)
-            app = serve_app.create_app(voice, batcher, limits)
+        app = serve_app.create_app({"slt": serve_app.Speaker(voice, batcher)}, limits)
         (limiter,) = [m.kwargs["limiter"] for m in app.user_middleware if m.cls is RequestGate]
 
         def models(address: str) -> int:

@@ -35,7 +35,9 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
 
 def test_release_is_complete_and_within_budget():
     defaults = shipped_defaults()
-    assert defaults["acoustic"] in ("nar", "ar")
+    # every model of every shipped voice is shipped, and the default voice is one of them
+    assert defaults["voice"] in defaults["voices"]
+    assert {m for models in defaults["voices"].values() for m in models} <= set(shipped_models())
     release = json.loads((CHECKPOINT_DIR / "release.json").read_text())
     total_mb = sum(p.stat().st_size for p in CHECKPOINT_DIR.rglob("*.pt")) / 2**20
     assert total_mb < 60, f"shipped weights {total_mb:.1f} MB exceed the 60 MB budget"
@@ -102,7 +104,7 @@ def test_a_shipped_model_speaks_with_its_own_checkpoint_config(tmp_path: Path):
 
     defaults = shipped_defaults()
     assert defaults["vocoder"] in ("source-filter", "griffin-lim", "hifigan")
-    assert set(json.loads(DEFAULTS_FILE.read_text())) == {"acoustic", "vocoder"}  # no second home for controls
+    assert set(json.loads(DEFAULTS_FILE.read_text())) == {"voice", "vocoder", "voices"}  # no second home for controls
     nar_path = CHECKPOINT_DIR / "nar.pt"
     own = checkpoint.load(nar_path)
     pipeline = Pipeline(TorchEngine.from_paths(nar_path, "griffin-lim"))

@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-_API = ("load", "Voice", "Audio")
+_API = ("load", "voices", "Voice", "Audio")
 
 
 def __getattr__(name: str):

@@ -2,6 +2,7 @@
 
     import tts
     voice = tts.load()                           # the default voice of checkpoints/default.json
+    joe = tts.load(voice="joe")                  # another shipped voice (tts.voices() lists them)
     audio = voice.synthesize("Hello there.")    # Audio: .samples (numpy float32 [N]), .sample_rate
     audio.save("hello.wav")
     for chunk in voice.stream("A long text. Sentence by sentence."):
@@ -63,8 +64,9 @@ class Voice:
     """One loaded voice (acoustic model + vocoder) on one engine.  Not thread-safe: one call at a time
     (tts.serve batches concurrent requests through one worker)."""
 
-    def __init__(self, pipeline: Pipeline, name: str) -> None:
-        self.pipeline, self.name = pipeline, name
+    def __init__(self, pipeline: Pipeline, name: str, voice: str | None = None) -> None:
+        # voice: the shipped voice's name (None: an acoustic checkpoint file's own voice)
+        self.pipeline, self.name, self.voice = pipeline, name, voice
 
     @property
     def runtime(self) -> str:
@@ -105,19 +107,28 @@ class Voice:
         _check_text(text)
         controls = self.controls(speed=speed, seed=seed, pitch_shift=pitch_shift, refine_steps=refine_steps,
                                  temperature=temperature)
-        return self.pipeline.stream_utterance(self.pipeline.utterance(text, controls))  # bad text raises here
+        return self.pipeline.stream_utterance(self.pipeline.utterance(text, controls, lazy=True))  # bad text raises here
 
 
-def load(model: str | None = None, *, checkpoint: str | Path | None = None, vocoder: str | None = None,
-         device: str = "cpu", runtime: str = "auto", onnx_dir: str | Path | None = None,
+def voices() -> dict[str, list[str]]:
+    """The shipped voices (checkpoints/default.json): voice -> its acoustic models, the first speaking for it."""
+    from tts.runtime.release import shipped_defaults
+
+    return {voice: list(models) for voice, models in shipped_defaults()["voices"].items()}
+
+
+def load(model: str | None = None, *, voice: str | None = None, checkpoint: str | Path | None = None,
+         vocoder: str | None = None, device: str = "cpu", runtime: str = "auto", onnx_dir: str | Path | None = None,
          threads: int | None = None) -> Voice:
-    """The voice: `model` a shipped acoustic model ("nar", "ar"; default: checkpoints/default.json) or an
-    acoustic `checkpoint` file, with `vocoder` (default: default.json's).  runtime: "auto" (the ONNX export
-    of the default voice when it is current and asked for, else torch), "torch", or "onnx" (the export in
-    `onnx_dir`, default checkpoints/onnx, run by onnxruntime without torch); `threads`: CPU threads."""
-    from tts.runtime.release import RUNTIMES, device_problem, open_pipeline
+    """The voice: a shipped `voice` ("slt", "joe"; default: checkpoints/default.json's) and `model`, one of its
+    acoustic models ("nar", "nar_block", "ar" for slt; default: the voice's first), or an acoustic `checkpoint`
+    file, with `vocoder` (default: default.json's).  An unknown voice or model is a ValueError naming the shipped
+    ones.  runtime: "auto" (the ONNX export when it holds the model, is current and is asked for, else torch),
+    "torch", or "onnx" (the export in `onnx_dir`, default checkpoints/onnx, run by onnxruntime without torch);
+    `threads`: CPU threads."""
+    from tts.runtime.release import RUNTIMES, device_problem, model_voice, open_pipeline, voice_model
 
-    for name, value in (("model", model), ("vocoder", vocoder)):
+    for name, value in (("model", model), ("voice", voice), ("vocoder", vocoder)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise (ValueError if isinstance(value, str) else TypeError)(
                 f"{name} must be a non-empty str or None, got {value!r}")
@@ -135,13 +146,15 @@ def load(model: str | None = None, *, checkpoint: str | Path | None = None, voco
         raise ValueError(f"device {problem}")
     if threads is not None:
         _check_int("threads", threads, 1, MAX_THREADS)
-    pipeline = open_pipeline(model, checkpoint, vocoder, runtime, device, onnx_dir, threads)
+    if checkpoint is not None and voice is not None:
+        raise ValueError("give a voice or a checkpoint, not both (a checkpoint speaks with its own voice)")
+    shipped = voice_model(voice, model) if checkpoint is None else None  # an unknown voice fails before loading
+    pipeline = open_pipeline(model, checkpoint, vocoder, runtime, device, onnx_dir, threads, voice)
     if pipeline.engine.name == "onnx":
-        name = "onnx:" + Path(pipeline.engine.onnx_dir).name
+        name = f"onnx:{shipped}"
     else:
         from tts.runtime.release import shipped_defaults
 
-        defaults = shipped_defaults() if checkpoint is None or vocoder is None else {}
-        stem = Path(checkpoint).stem if checkpoint is not None else (model or defaults["acoustic"])
-        name = f"{stem}+{vocoder or defaults['vocoder']}"
-    return Voice(pipeline, name)
+        stem = Path(checkpoint).stem if checkpoint is not None else shipped
+        name = f"{stem}+{vocoder or shipped_defaults()['vocoder']}"
+    return Voice(pipeline, name, model_voice(shipped) if shipped is not None else None)

@@ -1,9 +1,11 @@
 """ONNX export of the shipped voices: `python -m tts.export --out DIR`.
 
-Writes the shipped default acoustic model (checkpoints/default.json: the NAR with its flow-matching refiner),
-the shipped block-wise NAR (checkpoints/nar_block.pt) and the default vocoder (the source-filter vocoder) as
-ONNX graphs plus `manifest.json` (format tts-onnx-v3), which `tts.runtime.onnx_engine.OnnxEngine` runs with
-onnxruntime (no torch).  A voice is named by its checkpoint's stem; `--checkpoint` (repeatable) exports others.
+Writes every shipped NAR of every shipped voice (checkpoints/default.json; the default voice's model first:
+the NAR with its flow-matching refiner, the block-wise NAR checkpoints/nar_block.pt, another voice's model)
+and the default vocoder (the source-filter vocoder, one for every voice) as ONNX graphs plus `manifest.json`
+(format tts-onnx-v3), which `tts.runtime.onnx_engine.OnnxEngine` runs with onnxruntime (no torch).  The
+manifest's "voices" are these models, each named by its checkpoint's stem (the shipped voice that a model
+speaks with is default.json's business); `--checkpoint` (repeatable) exports others.
 
 A parallel voice, ONE graph:
     VOICE.acoustic  tokens [B, L] int64, token_lengths [B] int64, speed [] float, pitch_shift [] float,
@@ -462,15 +464,19 @@ def _load_acoustic(path: Path):
 
 
 def default_voices() -> list[Path]:
-    """The shipped default acoustic model (checkpoints/default.json), then every shipped block-mode NAR
-    (checkpoints/nar_block.pt), so that block-wise decoding and streaming run on ONNX too."""
+    """Every shipped non-autoregressive model of every shipped voice (checkpoints/default.json), the default
+    voice's first model first: parallel and block-mode NARs alike, so that each voice, block-wise decoding and
+    streaming run on ONNX too.  (The AR is not exported: its attention loop runs on torch.)"""
+    from tts.checkpoint import read_raw
+    from tts.models.nonautoregressive import FastSpeech2
     from tts.runtime.release import shipped_checkpoint, shipped_defaults
 
-    from tts.paths import CHECKPOINT_DIR
-
-    voices = [shipped_checkpoint(shipped_defaults()["acoustic"])]
-    block = CHECKPOINT_DIR / "nar_block.pt"
-    return voices + ([block] if block.is_file() and block.resolve() != voices[0].resolve() else [])
+    defaults = shipped_defaults()
+    names = [defaults["acoustic"]] + [m for models in defaults["voices"].values() for m in models
+                                      if m != defaults["acoustic"]]
+    paths = [shipped_checkpoint(name) for name in names]
+    nar = f"{FastSpeech2.__module__}.{FastSpeech2.__qualname__}"
+    return [paths[0]] + [p for p in paths[1:] if read_raw(p)["tts"]["model_config"].get("_target_") == nar]
 
 
 def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | None = None,

@@ -1,6 +1,7 @@
 """Command line synthesis.
 
     python -m tts.synthesize --text "Hello world." --out out.wav
+    python -m tts.synthesize --voice joe --text "Hello world." --out joe.wav      (--list-voices)
     python -m tts.synthesize --text-file story.txt --out story.wav --model nar --refine-steps 4
     echo "Read from stdin." | python -m tts.synthesize --out out.wav
     python -m tts.synthesize --runtime onnx --onnx-dir export/ --text "Hi." --out hi.wav
@@ -17,15 +18,18 @@ Streaming (--stream): audio is made as it is vocoded -- with a block-mode NAR (-
 source-filter vocoder, block by block inside each sentence; otherwise a sentence at a time (Griffin-Lim
 reconstructs phase over a whole sentence's spectrogram, so it is vocoded per sentence).
 
-Runtime (--runtime): "torch" runs the checkpoints; "onnx" runs the ONNX export of the default voice
+Voices (--voice, --list-voices): the shipped voices of checkpoints/default.json, each with its acoustic models
+(--model picks another of the voice's); one vocoder serves them all.
+
+Runtime (--runtime): "torch" runs the checkpoints; "onnx" runs the ONNX export of the shipped NAR models
 (`python -m tts.export --out checkpoints/onnx`) with onnxruntime and numpy, without importing torch;
-"auto" (the default) takes onnx when that export exists, is current (its source checkpoints' hashes
-match) and the run asks for nothing it lacks (the default model and vocoder on the CPU), else torch.
+"auto" (the default) takes onnx when that export holds the model, is current (its source checkpoints' hashes
+match) and the run asks for nothing it lacks (the default vocoder on the CPU), else torch.
 
 Input: --text, --text-file (UTF-8, or UTF-16/UTF-32 with a BOM; at most MAX_TEXT_BYTES) or stdin.
 Checkpoints are data: a file that needs code to load is refused (exit 4).
 
-Defaults come from checkpoints/default.json (the shipped models).  Exit codes: 0 ok, 1 internal error,
+Defaults come from checkpoints/default.json (the shipped voices and models).  Exit codes: 0 ok, 1 internal error,
 2 bad usage, 3 bad input text, 4 missing, corrupt or untrusted checkpoint or vocoder, 5 mel config mismatch,
 6 the output cannot be written, 7 synthesis failed (non-finite audio; an AR attention failure after its
 retries), 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP.
@@ -117,6 +121,30 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"error: {message} (see python -m tts.synthesize --help)\n")
 
 
+def voices_listing() -> str:
+    """The shipped voices, a line each: name, (default), its models (the first speaks for it)."""
+    from tts.runtime.release import shipped_defaults
+
+    defaults = shipped_defaults()
+    return "".join(f"{voice}{' (default)' if voice == defaults['voice'] else ''}: {', '.join(models)}\n"
+                   for voice, models in defaults["voices"].items())
+
+
+class ListVoices(argparse.Action):
+    """--list-voices: print the shipped voices and exit 0 (like --help: no other option is needed)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            listing = voices_listing()
+        except CheckpointError as e:
+            parser.exit(EXIT_CHECKPOINT, f"error: {e}\n")
+        print(listing, end="", flush=True)  # to stdout: the listing is the output (argparse's exit writes stderr)
+        parser.exit(0)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     from tts.runtime.controls import MAX_BATCH_SIZE, MAX_THREADS, Controls
 
@@ -133,8 +161,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="make audio as it is vocoded (block by block with --block-frames; see above)")
     p.add_argument("--block-frames", type=int, default=None,
                    help="NAR block-mode checkpoints: decode in blocks of B frames (0 = parallel; default: the checkpoint's)")
-    p.add_argument("--model", choices=["nar", "ar", "nar_block"], default=None,
-                   help="shipped acoustic model (default: checkpoints/default.json); nar_block: the block-wise NAR")
+    p.add_argument("--voice", default=None,
+                   help="shipped voice, e.g. slt or joe (default: checkpoints/default.json's; see --list-voices)")
+    p.add_argument("--list-voices", action=ListVoices, help="print the shipped voices and their models, and exit")
+    p.add_argument("--model", default=None,
+                   help="one of the voice's shipped acoustic models (default: the voice's first; --list-voices), "
+                        "e.g. slt's nar, nar_block (the block-wise NAR) or ar")
     p.add_argument("--checkpoint", type=given_path, default=None, help="acoustic checkpoint file (overrides --model)")
     p.add_argument("--vocoder", default=None, help="source-filter | griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder (default: checkpoints/default.json)")
     p.add_argument("--refine-steps", type=int, default=None, help="NAR: K refinement steps in [0, 32] (0 = coarse mel)")
@@ -166,6 +198,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--threads must be in [1, {MAX_THREADS}]")
     if not 0 <= args.ar_retries <= MAX_AR_RETRIES:
         p.error(f"--ar-retries must be in [0, {MAX_AR_RETRIES}]")
+    if args.voice is not None and not args.voice.strip():
+        p.error("--voice is empty: give a voice (--list-voices), or leave the option out for the default")
+    if args.voice is not None and args.checkpoint is not None:
+        p.error("--voice and --checkpoint: a checkpoint speaks with its own voice; give one of them")
     if args.vocoder is not None and not args.vocoder.strip():  # '' would mean "the default" further on
         p.error("--vocoder is empty: give a name or a path, or leave the option out for the default")
     for flag, name, value in (("--refine-steps", "refine_steps", args.refine_steps), ("--temperature", "temperature", args.temperature),
@@ -451,14 +487,15 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
             raise TextError("the text is empty")
         from tts.runtime.release import choose_runtime, open_pipeline
 
-        runtime = choose_runtime(args.runtime, args.model, args.checkpoint, args.vocoder, args.device, args.onnx_dir)
+        runtime = choose_runtime(args.runtime, args.model, args.checkpoint, args.vocoder, args.device, args.onnx_dir,
+                                 args.voice)
         if runtime == "torch":
             from tts.vocoder.pretrained import PretrainedVocoderError
 
             if args.vocoder is not None:
                 check_vocoder_path(args.vocoder)
         pipeline = open_pipeline(args.model, args.checkpoint, args.vocoder, runtime, args.device, args.onnx_dir,
-                                 args.threads)
+                                 args.threads, args.voice)
         controls = pipeline.controls(refine_steps=args.refine_steps, temperature=args.temperature, speed=args.speed,
                                      pitch_shift=args.pitch, block_frames=args.block_frames, seed=args.seed)
         sample_rate = pipeline.sample_rate
@@ -518,7 +555,7 @@ def stream_to(pipeline, writer: "PcmStdout | AudioFile", text: str, controls, re
     """--stream: the pipeline's stream chunks into `writer` as they come -> a SynthesisResult."""
     from tts.runtime.pipeline import SynthesisResult
 
-    utt = pipeline.utterance(text, controls, **repairs)
+    utt = pipeline.utterance(text, controls, lazy=True, **repairs)
     n = 0
     for chunk in pipeline.stream_utterance(utt):
         writer.write(chunk)

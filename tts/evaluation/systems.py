@@ -18,7 +18,8 @@ SYSTEM_VOCODER = "griffin-lim"  # a system spec's vocoder when it names none (ev
 class SystemSpec:
     """One named system under test.
 
-    kind "acoustic": text -> acoustic `checkpoint` -> `vocoder`, through a Pipeline (`pipeline()`), with
+    kind "acoustic": text -> acoustic `checkpoint` -> `vocoder`, through a Pipeline (`pipeline()`), or a shipped
+    `voice` (its first model's checkpoint and the shipped vocoder unless `checkpoint` / `vocoder` are given), with
     `refine_steps` K and refiner start-noise `temperature` (None = the checkpoint's own; NAR only), and
     `block_frames` B (block-mode NAR checkpoints: block-wise decoding; 0 = parallel; None = the checkpoint's).
     The evaluation's reference kinds need no acoustic model: "ground_truth" (the corpus wav), "copy" (the
@@ -33,8 +34,16 @@ class SystemSpec:
     refine_steps: int | None = None
     temperature: float | None = None
     block_frames: int | None = None
+    voice: str | None = None
 
     def __post_init__(self) -> None:
+        if self.kind == "acoustic" and self.voice is not None:
+            from tts.runtime.release import shipped_checkpoint, shipped_defaults, voice_model
+
+            if self.checkpoint is None:  # frozen: the resolved checkpoint is set once, here
+                object.__setattr__(self, "checkpoint", str(shipped_checkpoint(voice_model(self.voice))))
+            if self.vocoder is None:
+                object.__setattr__(self, "vocoder", shipped_defaults()["vocoder"])
         if self.kind not in SYSTEM_KINDS:
             raise ValueError(f"system {self.name!r}: unknown kind {self.kind!r}; expected one of {list(SYSTEM_KINDS)}")
         if self.kind == "acoustic" and (self.checkpoint is None or self.vocoder is None):
@@ -46,6 +55,8 @@ class SystemSpec:
                 "refine_steps": self.refine_steps, "temperature": self.temperature}
         if self.block_frames is not None:  # only when set: the identities of earlier runs' wavs stay valid
             spec["block_frames"] = self.block_frames
+        if self.voice is not None:
+            spec["voice"] = self.voice
         return spec
 
     def identity(self, seed: int | None = None) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from tts.evaluation.systems import SYSTEM_VOCODER, SystemSpec
 
 def parse_synth(spec: str) -> SystemSpec:
     """NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T] -> an acoustic SystemSpec (the evaluation's type);
-    e.g. nar_k4=checkpoints/nar.pt,vocoder=hifigan,k=4"""
+    e.g. nar_k4=checkpoints/nar.pt,vocoder=hifigan,k=4.  CHECKPOINT `voice:NAME` is a shipped voice (its first
+    model and, unless vocoder= is given, the shipped vocoder), e.g. joe=voice:joe"""
     if "=" not in spec:
         raise ValueError(f"bad --synth {spec!r}: expected NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T]")
     name, rest = spec.split("=", 1)
@@ -30,6 +31,12 @@ def parse_synth(spec: str) -> SystemSpec:
             raise ValueError(f"bad option {opt!r} in --synth {spec!r} (known: vocoder=V, k=K, temperature=T)")
     if not name.strip():
         raise ValueError(f"bad --synth {spec!r}: empty name")
+    if path.startswith("voice:"):
+        from tts.runtime.release import shipped_defaults
+
+        if not any(opt.startswith("vocoder=") for opt in opts):
+            fields["vocoder"] = shipped_defaults()["vocoder"]
+        return SystemSpec(name.strip(), "acoustic", voice=path.removeprefix("voice:"), **fields)
     return SystemSpec(name.strip(), "acoustic", checkpoint=path, **fields)
 
 

@@ -1,9 +1,10 @@
 """The shipped release (checkpoints/) and THE choice of engine for a voice: `open_pipeline`, which the CLI,
 the Python API and the server call.  Torch-free until the torch engine is chosen.
 
-checkpoints/default.json names the default acoustic model and vocoder (written by recipes.release); every
-other inference setting of a shipped model lives in the model's own checkpoint (its config's K and
-temperature: tts.runtime.controls), which the ONNX export copies into its manifest.
+checkpoints/default.json (written by recipes.release) names the shipped voices, each with its shipped acoustic
+models (the first speaks for the voice unless a model is asked for), the default voice and the vocoder that
+serves every voice; every other inference setting of a shipped model lives in the model's own checkpoint (its
+config's K and temperature: tts.runtime.controls), which the ONNX export copies into its manifest.
 """
 
 from __future__ import annotations
@@ -20,17 +21,51 @@ DEFAULTS_FILE = CHECKPOINT_DIR / "default.json"
 RUNTIMES = ("auto", "torch", "onnx")
 
 
+class UnknownVoiceError(ValueError):
+    """A voice (or a model of a voice) the release does not ship; the message names what it ships."""
+
+
 def shipped_defaults() -> dict[str, Any]:
-    """checkpoints/default.json: "acoustic" (the default shipped model, e.g. "nar") and "vocoder"."""
+    """checkpoints/default.json: "voices" (voice -> its shipped acoustic models, e.g. {"slt": ["nar", ...]}),
+    "voice" (the default one), "vocoder"; plus "acoustic", derived: the default voice's first model."""
     if not DEFAULTS_FILE.is_file():
         raise CheckpointError(f"no shipped defaults: {DEFAULTS_FILE} is missing")
     try:
         defaults = json.loads(DEFAULTS_FILE.read_text())
     except json.JSONDecodeError as e:
         raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} are not valid JSON: {e}") from e
-    if not isinstance(defaults, dict) or not {"acoustic", "vocoder"} <= set(defaults):
-        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} must name 'acoustic' and 'vocoder'")
-    return defaults
+    voices = defaults.get("voices") if isinstance(defaults, dict) else None
+    if not isinstance(voices, dict) or not voices or not all(
+            isinstance(m, list) and m and all(isinstance(x, str) for x in m) for m in voices.values()) \
+            or defaults.get("voice") not in voices or not isinstance(defaults.get("vocoder"), str):
+        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} must name 'voices' (voice -> [model, ...]), "
+                              "the default 'voice' among them and the 'vocoder'")
+    return {**defaults, "acoustic": voices[defaults["voice"]][0]}
+
+
+def voice_model(voice: str | None = None, model: str | None = None) -> str:
+    """The shipped acoustic model that speaks for `voice` (None: the default voice): `model` when given (one of
+    that voice's models; with no voice, any shipped model), else the voice's first.  UnknownVoiceError names the
+    shipped voices and models."""
+    defaults = shipped_defaults()
+    voices: dict[str, list[str]] = defaults["voices"]
+    if voice is None:
+        if model is not None and model_voice(model) is None:
+            shipped = [m for models in voices.values() for m in models]
+            raise UnknownVoiceError(f"no shipped model {model!r}; this release ships {', '.join(shipped)} "
+                                    "(python -m tts.synthesize --list-voices), or pass --checkpoint PATH")
+        return model or defaults["acoustic"]
+    if voice not in voices:
+        raise UnknownVoiceError(f"unknown voice {voice!r}; this release ships the voices {', '.join(voices)} "
+                                "(python -m tts.synthesize --list-voices)")
+    if model is not None and model not in voices[voice]:
+        raise UnknownVoiceError(f"voice {voice!r} has the models {', '.join(voices[voice])}, not {model!r}")
+    return model or voices[voice][0]
+
+
+def model_voice(model: str) -> str | None:
+    """The shipped voice a shipped acoustic model speaks with (None: not a shipped model)."""
+    return next((v for v, models in shipped_defaults()["voices"].items() if model in models), None)
 
 
 def shipped_checkpoint(model: str) -> Path:
@@ -65,16 +100,12 @@ def device_problem(device: str) -> str | None:
     return None
 
 
-def non_default_choices(model: str | None, checkpoint: str | Path | None, vocoder: str | None,
-                        device: str) -> list[str]:
-    """What, in a request for a voice, the ONNX export of the default voice does not hold."""
-    defaults = shipped_defaults()
+def non_default_choices(checkpoint: str | Path | None, vocoder: str | None, device: str) -> list[str]:
+    """What, in a request for a voice, no ONNX export holds (it holds shipped models with the default vocoder)."""
     wanted = []
     if checkpoint is not None:
         wanted.append(f"checkpoint {checkpoint}")
-    if model not in (None, defaults["acoustic"]):
-        wanted.append(f"model {model}")
-    if vocoder not in (None, defaults["vocoder"]):
+    if vocoder not in (None, shipped_defaults()["vocoder"]):
         wanted.append(f"vocoder {vocoder}")
     if device != "cpu":
         wanted.append(f"device {device}")
@@ -82,46 +113,54 @@ def non_default_choices(model: str | None, checkpoint: str | Path | None, vocode
 
 
 def choose_runtime(runtime: str, model: str | None = None, checkpoint: str | Path | None = None,
-                   vocoder: str | None = None, device: str = "cpu", onnx_dir: str | Path | None = None) -> str:
-    """"torch" or "onnx": "auto" takes the ONNX engine when the request is the default voice on the CPU and
-    its export is current (its source checkpoints' hashes unchanged); "onnx" for anything else is a
-    ValueError naming what the export lacks; a missing export is an OnnxExportError."""
+                   vocoder: str | None = None, device: str = "cpu", onnx_dir: str | Path | None = None,
+                   voice: str | None = None) -> str:
+    """"torch" or "onnx": "auto" takes the ONNX engine when the request is a shipped model (`voice_model`) with
+    the default vocoder on the CPU and the export holds it, current (its source checkpoints' hashes
+    unchanged); "onnx" for anything else is a ValueError naming what the export lacks; a missing export is an
+    OnnxExportError.  An unknown voice is an UnknownVoiceError whatever the runtime."""
     from tts.runtime.onnx_engine import DEFAULT_ONNX_DIR, export_is_current, read_manifest
 
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {list(RUNTIMES)}, got {runtime!r}")
+    name = voice_model(voice, model) if checkpoint is None else None
     if runtime == "torch":
         return "torch"
     onnx_dir = onnx_dir or DEFAULT_ONNX_DIR
-    wanted = non_default_choices(model, checkpoint, vocoder, device)
+    wanted = non_default_choices(checkpoint, vocoder, device)
     if runtime == "auto":
-        return "onnx" if not wanted and export_is_current(onnx_dir) else "torch"
+        return "onnx" if not wanted and export_is_current(onnx_dir, name) else "torch"
     if wanted:
-        raise ValueError(f"the onnx runtime runs the exported default voice on the CPU only; not {', '.join(wanted)} "
+        raise ValueError(f"the onnx runtime runs the exported shipped models on the CPU only; not {', '.join(wanted)} "
                          "(use the torch runtime)")
-    read_manifest(onnx_dir, verify=False)  # a missing export: exit 4 naming the export command
+    manifest = read_manifest(onnx_dir, verify=False)  # a missing export: exit 4 naming the export command
+    if name not in manifest["voices"]:
+        raise ValueError(f"the ONNX export at {onnx_dir} holds {', '.join(manifest['voices'])}, not {name!r} "
+                         "(python -m tts.export, or use the torch runtime)")
     return "onnx"
 
 
 def open_pipeline(model: str | None = None, checkpoint: str | Path | None = None, vocoder: str | None = None,
                   runtime: str = "auto", device: str = "cpu", onnx_dir: str | Path | None = None,
-                  threads: int | None = None) -> Pipeline:
-    """The pipeline of a voice: `model` a shipped acoustic model ("nar", "ar", ...; default: default.json's)
-    or an acoustic `checkpoint` file, with `vocoder` (default: default.json's), on the engine `runtime`
-    chooses (`choose_runtime`).  threads: CPU threads of torch or onnxruntime (None: torch's default, 1 for
-    onnxruntime, whose start is fastest so)."""
+                  threads: int | None = None, voice: str | None = None) -> Pipeline:
+    """The pipeline of a voice: `voice` a shipped voice (default: default.json's) and `model` one of its shipped
+    acoustic models (`voice_model`), or an acoustic `checkpoint` file, with `vocoder` (default: default.json's),
+    on the engine `runtime` chooses (`choose_runtime`).  threads: CPU threads of torch or onnxruntime (None:
+    torch's default, 1 for onnxruntime, whose start is fastest so)."""
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
-    if choose_runtime(runtime, model, checkpoint, vocoder, device, onnx_dir) == "onnx":
+    if checkpoint is not None and voice is not None:
+        raise ValueError("give a voice or a checkpoint, not both (a checkpoint speaks with its own voice)")
+    if choose_runtime(runtime, model, checkpoint, vocoder, device, onnx_dir, voice) == "onnx":
         from tts.runtime.onnx_engine import DEFAULT_ONNX_DIR, OnnxEngine
 
-        return Pipeline(OnnxEngine.load(onnx_dir or DEFAULT_ONNX_DIR, threads=threads or 1))
+        return Pipeline(OnnxEngine.load(onnx_dir or DEFAULT_ONNX_DIR, threads=threads or 1,
+                                        voice=voice_model(voice, model)))
     import torch
 
     from tts.runtime.torch_engine import TorchEngine
 
     if threads is not None:
         torch.set_num_threads(threads)
-    defaults = shipped_defaults() if checkpoint is None or vocoder is None else {}
-    acoustic = Path(checkpoint) if checkpoint is not None else shipped_checkpoint(model or defaults["acoustic"])
-    return Pipeline(TorchEngine.from_paths(acoustic, vocoder or defaults["vocoder"], device=device))
+    acoustic = Path(checkpoint) if checkpoint is not None else shipped_checkpoint(voice_model(voice, model))
+    return Pipeline(TorchEngine.from_paths(acoustic, vocoder or shipped_defaults()["vocoder"], device=device))

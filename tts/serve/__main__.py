@@ -1,4 +1,7 @@
-"""python -m tts.serve --host 127.0.0.1 --port 8000 [--runtime auto|torch|onnx] [--max-batch 8] [--batch-wait-ms 5]
+"""python -m tts.serve --host 127.0.0.1 --port 8000 [--voice slt --voice joe] [--runtime auto|torch|onnx] [--max-batch 8]
+
+Speaks with every shipped voice (checkpoints/default.json) unless --voice names some (repeatable), or with one
+--model / --checkpoint; a request's `voice` picks one ("default": the first), GET /v1/voices lists them.
 
 Exit codes: 2 a bad setting (one line, before anything loads), 3 the address cannot be listened on (the port
 is taken, the host is not this machine's, no permission; checked before the model loads), 4 a missing,
@@ -53,8 +56,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--runtime", choices=["auto", "torch", "onnx"], default="auto",
                    help="auto (default: the ONNX export of the default voice when it is current and asked for), "
                         "torch, or onnx (the export of `python -m tts.export`, run by onnxruntime)")
-    p.add_argument("--model", choices=["nar", "ar"], default=None, help="shipped acoustic model (default: checkpoints/default.json)")
-    p.add_argument("--checkpoint", default=None, help="acoustic checkpoint file (overrides --model)")
+    p.add_argument("--voice", action="append", default=None, metavar="NAME",
+                   help="a shipped voice to serve (repeatable; default: every shipped voice, the default one first)")
+    p.add_argument("--model", default=None,
+                   help="serve this one shipped acoustic model (of --voice's when one is given; default: each voice's first)")
+    p.add_argument("--checkpoint", default=None, help="serve this one acoustic checkpoint file (its voice: 'default')")
     p.add_argument("--vocoder", default=None, help="vocoder (default: checkpoints/default.json)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None, help="torch / onnxruntime CPU threads")
@@ -91,6 +97,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="refiner noise seed (same text, same audio)")
     p.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
     args = p.parse_args(argv)
+    if args.checkpoint is not None and args.voice:
+        p.error("--voice and --checkpoint: a checkpoint speaks with its own voice; give one of them")
+    if args.voice and any(not v.strip() for v in args.voice):
+        p.error("--voice is empty: give a shipped voice (python -m tts.synthesize --list-voices)")
     try:
         check_settings(args)
         args.limits = ServeLimits(max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
@@ -152,13 +162,29 @@ def listen(host: str, port: int, backlog: int = 2048) -> list[socket.socket]:
     return socks
 
 
-def load_voice(args: argparse.Namespace):
-    """The voice, or (exit code, one-line message)."""
+def served_voices(args: argparse.Namespace) -> list[str | None]:
+    """The voice names to load, in the server's order (None: --checkpoint's own, or --model's without --voice)."""
+    from tts.runtime.release import shipped_defaults
+
+    if args.checkpoint is not None or (args.model is not None and not args.voice):
+        return [None]
+    if args.voice:
+        return list(dict.fromkeys(args.voice))
+    defaults = shipped_defaults()
+    return [defaults["voice"], *(v for v in defaults["voices"] if v != defaults["voice"])]
+
+
+def load_voices(args: argparse.Namespace):
+    """{name: Voice} in the server's order (the first the default), or (None, (exit code, one-line message))."""
     from tts.api import load
 
     try:
-        return load(args.model, checkpoint=args.checkpoint, vocoder=args.vocoder, device=args.device,
-                    runtime=args.runtime, threads=args.threads), None
+        voices = {}
+        for name in served_voices(args):
+            voice = load(args.model, voice=name, checkpoint=args.checkpoint, vocoder=args.vocoder, device=args.device,
+                         runtime=args.runtime, threads=args.threads)
+            voices[name or voice.voice or "default"] = voice
+        return voices, None
     except MelConfigMismatchError as e:
         return None, (EXIT_MISMATCH, str(e))
     except (CheckpointError, FileNotFoundError) as e:  # an untrusted checkpoint is a CheckpointError
@@ -181,33 +207,36 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return EXIT_LISTEN
     try:
-        voice, failure = load_voice(args)
+        voices, failure = load_voices(args)
         if failure is not None:
             print(f"error: {failure[1]}", file=sys.stderr)
             return failure[0]
-        return serve(args, voice, socks)
+        return serve(args, voices, socks)
     finally:
         for sock in socks:
             sock.close()
 
 
-def serve(args: argparse.Namespace, voice, socks: list[socket.socket]) -> int:
+def serve(args: argparse.Namespace, voices: dict, socks: list[socket.socket]) -> int:
     import uvicorn
 
-    from tts.serve.app import create_app
+    from tts.serve.app import Speaker, create_app
     from tts.serve.batcher import Batcher
     from tts.serve.connections import ConnectionGuard, guarded_protocol
     from tts.web_limits import HostCheck
 
-    # an AR decoder's prenet dropout is seeded per batch, not per item: batch 1 keeps its audio reproducible
-    batcher = Batcher(voice.pipeline, max_batch=1 if voice.pipeline.capabilities.autoregressive else args.max_batch,
-                      max_wait_s=args.batch_wait_ms / 1000, max_jobs=args.max_pending, max_pad_ratio=args.max_pad_ratio)
+    # one batcher (one worker thread) per voice.  An AR decoder's prenet dropout is seeded per batch, not per
+    # item: batch 1 keeps its audio reproducible
+    speakers = {name: Speaker(voice, Batcher(
+        voice.pipeline, max_batch=1 if voice.pipeline.capabilities.autoregressive else args.max_batch,
+        max_wait_s=args.batch_wait_ms / 1000, max_jobs=args.max_pending, max_pad_ratio=args.max_pad_ratio))
+        for name, voice in voices.items()}
     guard = ConnectionGuard(args.connection_limits)
-    app = create_app(voice, batcher, args.limits, hosts=HostCheck(args.host, args.allow_host),
-                     connections=guard.stats)
+    app = create_app(speakers, args.limits, hosts=HostCheck(args.host, args.allow_host), connections=guard.stats)
     logging.basicConfig(level=args.log_level.upper() if args.log_level != "trace" else 5)
-    print(f"tts.serve: {voice.name} ({voice.runtime}) on http://{args.host}:{args.port} max_batch={batcher.max_batch}",
-          file=sys.stderr, flush=True)
+    served = ", ".join(f"{name}={s.voice.name} ({s.voice.runtime}, max_batch={s.batcher.max_batch})"
+                       for name, s in speakers.items())
+    print(f"tts.serve: {served} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     config = uvicorn.Config(
         app, http=guarded_protocol(guard), lifespan="off", log_level=args.log_level,
         # no limit_concurrency: it answers 503 to every request once that many sockets are open (idle ones
@@ -222,7 +251,8 @@ def serve(args: argparse.Namespace, voice, socks: list[socket.socket]) -> int:
     except KeyboardInterrupt:  # the re-raised SIGINT (SIGTERM's default action ends the process at once)
         return 130
     finally:
-        batcher.stop(timeout=2.0)  # a batch in progress is not waited out: the worker thread is a daemon
+        for speaker in speakers.values():
+            speaker.batcher.stop(timeout=2.0)  # a batch in progress is not waited out: the worker thread is a daemon
     return 0
 
 

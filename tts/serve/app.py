@@ -31,6 +31,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tts.api import Voice
+from tts.runtime.controls import RANGES
 from tts.serve.batcher import Batcher, BatcherBusy, Job
 from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder, to_int16
 from tts.serve.page import page_html
@@ -38,8 +39,9 @@ from tts.text.errors import TextError
 from tts.web_limits import BodyLimit, HostCheck, PrefixLimiter
 
 MODEL_ALIASES = ("tts-1", "tts-1-hd")  # OpenAI's model names, accepted for client compatibility
-VOICES = ("default",)  # one voice per server: the loaded one
-SPEED_RANGE = (0.25, 4.0)  # OpenAI's range (inside the model's own [0.1, 10])
+DEFAULT_VOICE = "default"  # the request's voice that means the server's first (default) voice
+# OpenAI's range, cut to the controls' own (tts.runtime.controls.RANGES: above 2 a short text is inaudible)
+SPEED_RANGE = (max(0.25, RANGES["speed"][0]), min(4.0, RANGES["speed"][1]))
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
@@ -150,10 +152,22 @@ async def client_gone(receive) -> None:
         pass
 
 
-def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits(), hosts: HostCheck | None = None,
+@dataclass(frozen=True)
+class Speaker:
+    """A voice the server speaks with and the batcher that runs its pipeline (one worker thread each)."""
+
+    voice: Voice
+    batcher: Batcher
+
+
+def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits(), hosts: HostCheck | None = None,
                connections: Callable[[], dict[str, int]] | None = None) -> FastAPI:
-    """The app over a loaded voice and its running batcher (the caller stops the batcher); `hosts` the Host
-    allow-list (None: any Host), `connections` the connection layer's counters for /health."""
+    """The app over loaded voices (name -> Speaker; the first is the default, which a request's voice
+    "default" also names) and their running batchers (the caller stops them); `hosts` the Host allow-list
+    (None: any Host), `connections` the connection layer's counters for /health."""
+    if not speakers:
+        raise ValueError("the server needs at least one voice")
+    default_name = next(iter(speakers))
     app = FastAPI(title="tts speech server", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes, too_large=lambda message: JSONResponse(
         error_body(message, code="body_too_large"), status_code=413,
@@ -161,8 +175,11 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
     limiter = PrefixLimiter({"request": (limits.requests_per_minute, 60.0)}) if limits.requests_per_minute else None
     # outermost: its headers go on every answer
     app.add_middleware(RequestGate, limiter=limiter, hosts=hosts, max_head_bytes=limits.max_head_bytes)
-    sample_rate = voice.sample_rate
-    model_id = voice.name
+    rates = {s.voice.sample_rate for s in speakers.values()}
+    if len(rates) != 1:
+        raise ValueError(f"the voices speak at different sample rates {sorted(rates)}; serve them apart")
+    sample_rate = rates.pop()
+    model_ids = {name: s.voice.name for name, s in speakers.items()}
     started = int(time.time())
 
 
@@ -195,31 +212,45 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
     async def internal(request: Request, exc: Exception):
         return JSONResponse(error_body(f"internal error: {type(exc).__name__}", kind="server_error"), status_code=500)
 
+    def voice_health(s: Speaker) -> dict[str, Any]:
+        return {"model": s.voice.name, "runtime": s.voice.runtime, "pending_requests": s.batcher.pending(),
+                "max_batch": s.batcher.max_batch, "batches": s.batcher.stats.as_dict()}
+
     @app.get("/health")
     async def health():
-        return {"status": "ok", "model": model_id, "runtime": voice.runtime, "torch_loaded": "torch" in sys.modules,
-                "sample_rate": sample_rate,
-                "pending_requests": batcher.pending(), "max_batch": batcher.max_batch, "batches": batcher.stats.as_dict(),
+        # the top level is the default voice's (as with one voice); "voices" has each voice's
+        return {"status": "ok", **voice_health(speakers[default_name]), "torch_loaded": "torch" in sys.modules,
+                "sample_rate": sample_rate, "default_voice": default_name,
+                "voices": {name: voice_health(s) for name, s in speakers.items()},
                 **({"connections": connections()} if connections is not None else {})}
 
     @app.get("/v1/models")
     async def models():
-        return {"object": "list", "data": [{"id": model_id, "object": "model", "created": started, "owned_by": "tts"}]}
+        return {"object": "list", "data": [{"id": model_id, "object": "model", "created": started, "owned_by": "tts",
+                                            "voice": name} for name, model_id in model_ids.items()]}
+
+    @app.get("/v1/voices")
+    async def voices():
+        return {"object": "list", "default": default_name,
+                "data": [{"id": name, "object": "voice", "model": model_ids[name]} for name in speakers]}
 
     @app.get("/", response_class=HTMLResponse)
     async def index():
-        return HTMLResponse(page_html(model_id, VOICES[0], sample_rate, limits.max_chars, SPEED_RANGE))
+        return HTMLResponse(page_html(model_ids[default_name], list(speakers), sample_rate, limits.max_chars,
+                                      SPEED_RANGE))
 
     @app.get("/favicon.ico")
     async def favicon():
         return Response(status_code=204)
 
-    def check(req: SpeechIn) -> None:
-        if req.model != model_id and req.model not in MODEL_ALIASES:
-            raise ApiError(400, f"unknown model {req.model!r}; this server has {[model_id, *MODEL_ALIASES]}",
+    def check(req: SpeechIn) -> Speaker:
+        """The request's speaker, once every field is checked."""
+        if req.model not in model_ids.values() and req.model not in MODEL_ALIASES:
+            raise ApiError(400, f"unknown model {req.model!r}; this server has {[*model_ids.values(), *MODEL_ALIASES]}",
                            "model", "model_not_found")
-        if req.voice not in VOICES:
-            raise ApiError(400, f"unknown voice {req.voice!r}; this server has {list(VOICES)}", "voice")
+        name = default_name if req.voice == DEFAULT_VOICE else req.voice
+        if name not in speakers:
+            raise ApiError(400, f"unknown voice {req.voice!r}; this server has {[*speakers, DEFAULT_VOICE]}", "voice")
         if req.response_format not in FORMATS:
             raise ApiError(400, f"response_format {req.response_format!r} is not supported; use one of "
                                 f"{list(FORMATS)}", "response_format")
@@ -230,10 +261,12 @@ def create_app(voice: Voice, batcher: Batcher, limits: ServeLimits = ServeLimits
         if len(req.input) > limits.max_chars:
             raise ApiError(400, f"input is {len(req.input)} characters, over the limit of {limits.max_chars}; "
                                 "send it in several requests", "input", "input_too_long")
+        return speakers[name]
 
     @app.post("/v1/audio/speech")
     async def speech(req: SpeechIn, request: Request):
-        check(req)
+        speaker = check(req)
+        voice, batcher = speaker.voice, speaker.batcher
         speed = None if req.speed == 1.0 else req.speed  # 1.0 = the voice's own rate, as with no control
         loop = asyncio.get_running_loop()
         parts: asyncio.Queue = asyncio.Queue()

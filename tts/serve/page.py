@@ -21,11 +21,11 @@ _TEMPLATE = """<!doctype html>
 </style></head>
 <body>
 <h1>Speech server</h1>
-<p><small>Model <code>__MODEL__</code>, voice <code>__VOICE__</code>, __RATE__ Hz. The audio plays as each sentence is
-made.</small></p>
+<p><small>Model <code>__MODEL__</code>, __RATE__ Hz. The audio plays as each sentence is made.</small></p>
 <label for="text">Text (up to __MAXCHARS__ characters)</label>
 <textarea id="text" rows="6" maxlength="__MAXCHARS__">Hello! This is the speech server. Each sentence plays as soon as it is made.</textarea>
 <div class="row">
+ <label for="voice">Voice <select id="voice">__VOICE_OPTIONS__</select></label>
  <label for="speed">Speed <input id="speed" type="number" min="__SMIN__" max="__SMAX__" step="0.05" value="1"></label>
  <button id="speak" type="button">Speak</button>
  <span id="status" data-state="idle" role="status">Ready.</span>
@@ -62,7 +62,7 @@ async function speak() {
     if (!ctx) ctx = new AudioContext({sampleRate: CONFIG.rate});
     await ctx.resume();
     const resp = await fetch("/v1/audio/speech", {method: "POST", headers: {"Content-Type": "application/json"},
-      body: JSON.stringify({model: CONFIG.model, voice: CONFIG.voice, input: text, response_format: "pcm", speed})});
+      body: JSON.stringify({model: CONFIG.model, voice: document.getElementById("voice").value, input: text, response_format: "pcm", speed})});
     if (!resp.ok) {
       let message = resp.status + " " + resp.statusText;
       try { message = (await resp.json()).error.message; } catch (e) {}
@@ -109,9 +109,11 @@ button.addEventListener("click", speak);
 """
 
 
-def page_html(model: str, voice: str, sample_rate: int, max_chars: int, speed_range: tuple[float, float]) -> str:
-    config = json.dumps({"model": model, "voice": voice, "rate": sample_rate}).replace("<", "\\u003c")
+def page_html(model: str, voices: list[str], sample_rate: int, max_chars: int, speed_range: tuple[float, float]) -> str:
+    """The page; `voices` the server's, the first its default (the page's voice menu)."""
+    config = json.dumps({"model": model, "rate": sample_rate}).replace("<", "\\u003c")
+    options = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in voices)
     return (_TEMPLATE.replace("__CONFIG__", config).replace("__MODEL__", html.escape(model))
-            .replace("__VOICE__", html.escape(voice)).replace("__RATE__", str(sample_rate))
+            .replace("__VOICE_OPTIONS__", options).replace("__RATE__", str(sample_rate))
             .replace("__MAXCHARS__", str(max_chars)).replace("__SMIN__", str(speed_range[0]))
             .replace("__SMAX__", str(speed_range[1])))

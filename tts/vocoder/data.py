@@ -131,6 +131,10 @@ class VocoderDataset(Dataset[VocoderItem]):
             raise VocoderDataError(f"mel_dir not found: {self.mel_dir}")
         self.ids = read_split_ids(self.root, split)[:max_utterances]
         self.mel = MelSpectrogram(mel_config)
+        if with_pitch:
+            from tts.data.features import corpus_pitch_config
+
+            self.pitch_config = corpus_pitch_config(self.root)  # the corpus's tracker: its cache and any recompute
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -146,9 +150,9 @@ class VocoderDataset(Dataset[VocoderItem]):
                 d = torch.load(path, map_location="cpu", weights_only=True)
             except Exception:  # corrupt cache: recompute rather than fail a training run
                 d = {}
-            if pitch_is_current(d, self.mel_config, int(wave.shape[0])):
+            if pitch_is_current(d, self.mel_config, int(wave.shape[0]), self.pitch_config):
                 return d["pitch"].float()
-        return torch.from_numpy(compute_pitch(wave.numpy(), self.mel_config, n_frames))
+        return torch.from_numpy(compute_pitch(wave.numpy(), self.mel_config, n_frames, self.pitch_config))
 
     def _utterance(self, utt_id: str) -> tuple[torch.Tensor, torch.Tensor]:
         """Whole utterance: mel [M, T] and wave [T * hop], T = 1 + N // hop."""
