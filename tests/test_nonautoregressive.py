@@ -15,6 +15,7 @@ from tts.models.layers.length_regulator import (
     average_by_durations,
     clip_durations,
     durations_from_log,
+    speed_durations,
     regulate_length,
 )
 from tts.models.nonautoregressive import FastSpeech2, NARInferenceOutput
@@ -263,11 +264,31 @@ def test_durations_from_log_speed_and_rounding():
     for speed, factor in ((2.0, 0.5), (0.5, 2.0)):
         d = durations_from_log(log_d, mask, speed=speed)
         n_tokens = mask.sum(1)
-        assert torch.all((d.sum(1) - base.sum(1) * factor).abs() <= 0.5 * n_tokens)  # one rounding per token
+        rest = d[:, 1:].sum(1) - base[:, 1:].sum(1) * factor  # the first token (the leading pause) aside
+        assert torch.all(rest.abs() <= 0.5 * n_tokens)  # one rounding per token
         assert torch.all(d[~mask] == 0)
+    assert torch.equal(durations_from_log(log_d, mask, speed=2.0)[:, 0], base[:, 0])  # speeding up keeps it
+    assert torch.equal(durations_from_log(log_d, mask, speed=0.5)[:, 0], base[:, 0] * 2)  # slowing down scales it
     zeros = durations_from_log(torch.full((2, 12), -5.0), mask)  # all round to 0
     assert zeros.sum(1).tolist() == [1, 1]  # never an empty output
     assert torch.all(durations_from_log(torch.full((2, 12), -5.0), mask, min_frames=1) == mask.long())
+
+
+def test_speeding_up_silences_no_phone():
+    """Issue 35: "A." was near-silent at speed >= 1.25.  The first token with frames holds the utterance's leading
+    pause, which the decoder renders at a fixed length: it keeps its speed-1 frames when speeding up (zero-frame
+    tokens before it stay 0); any token heard at speed 1 keeps >= 1 frame (round(1 / 2) = 0 dropped it)."""
+    mask = torch.ones(1, 6, dtype=torch.bool)
+    frames = torch.tensor([[0.0, 24.0, 1.0, 0.0, 1.2, 9.0]])  # a leading quote, the first phone, short phones, a space
+    for speed in (1.25, 1.5, 2.0):
+        d = speed_durations(frames, mask, speed)
+        assert d[0, :2].tolist() == [0, 24]
+        assert d[0, 2] == 1 and d[0, 3] == 0 and d[0, 4] == 1
+        assert d[0, 5] == round(9.0 / speed)
+    assert torch.equal(speed_durations(frames, mask, 1.0), torch.round(frames).long())
+    assert speed_durations(frames, mask, 0.5).tolist() == [[0, 48, 2, 0, 2, 18]]
+    log_d = torch.log1p(frames)
+    assert torch.equal(durations_from_log(log_d, mask, 2.0), speed_durations(frames, mask, 2.0))
 
 
 # --- inference -----------------------------------------------------------------------------------------
@@ -312,7 +333,8 @@ def test_infer_speed_changes_total_frames():
     assert torch.all((n1 - 8 * lengths).abs() <= lengths)  # the predictor really says ~8 frames
     n2 = model.infer(tokens, lengths, refine_steps=0, speed=2.0).mel_lengths
     n05 = model.infer(tokens, lengths, refine_steps=0, speed=0.5).mel_lengths
-    assert torch.all((n2 - n1 / 2).abs() <= 0.5 * lengths + 0.5)
+    first = model.infer(tokens, lengths, refine_steps=0).durations[:, 0]  # kept whole when speeding up
+    assert torch.all((n2 - first - (n1 - first) / 2).abs() <= 0.5 * lengths + 0.5)
     assert torch.all((n05 - n1 * 2).abs() <= 0.5 * lengths + 0.5)
 
 

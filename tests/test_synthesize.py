@@ -49,8 +49,12 @@ def test_speed_control_changes_length(ckpts):
     pipeline = Pipeline(TorchEngine.from_paths(ckpts["nonautoregressive"], "griffin-lim"))
     text = "A sentence long enough to have many frames in it."
     slow = pipeline.synthesize(text, pipeline.controls(speed=0.5, refine_steps=0)).wave.size
+    normal = pipeline.synthesize(text, pipeline.controls(speed=1.0, refine_steps=0)).wave.size
     fast = pipeline.synthesize(text, pipeline.controls(speed=2.0, refine_steps=0)).wave.size
-    assert slow > 2.5 * fast
+    # the tiny model's random durations give most tokens 0 or 1 frame, and speeding up keeps a heard token's one
+    # frame and the first token's frames (tts.models.layers.length_regulator.speed_durations): fast is shorter,
+    # not half
+    assert slow > 1.8 * normal and fast < normal
 
 
 def test_long_text_is_split_and_batched(ckpts):

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from tts.data.batch import Batch, lengths_to_mask
-from tts.models.layers.length_regulator import check_durations, durations_from_log, regulate_length
+from tts.models.layers.length_regulator import check_durations, durations_from_log, regulate_length, speed_durations
 from tts.models.blockwise import BlockDecoder, BlockPrenet, DecodedBlock, StreamingRefiner
 from tts.models.layers.transformer import BlockLayout, FFTStack
 from tts.models.layers.variance import VarianceAdaptor, VarianceTargets
@@ -386,7 +386,7 @@ class FastSpeech2(nn.Module):
         """tokens [B, L], token_lengths [B] -> NARInferenceOutput (raw log-mel).  Call `.eval()` first.
 
         refine_steps: K Euler steps (None = the constructor's default; 0 = coarse mel only, exactly).
-        speed: > 1 speaks faster (durations divided by speed before rounding).
+        speed: > 1 speaks faster (`speed_durations`: durations divided by speed before rounding, no phone silenced).
         pitch_shift: semitones added to every token's F0; pitch_scale: multiplies the log-F0 deviation
         from the utterance mean (0 = monotone).  energy_scale: multiplies the raw energy.
         refine_early_stop: stop when a step's update RMS (normalised units) falls below this.
@@ -479,8 +479,8 @@ class FastSpeech2(nn.Module):
             d = durations_from_log(var.log_durations, token_mask, speed, self.min_token_frames)
         else:
             d = durations.long() * token_mask
-            if speed != 1.0:
-                d = torch.round(d.float() / speed).long()
+            if speed != 1.0:  # the one speed rule (its guards keep the first phone and every phone heard)
+                d = speed_durations(d.float(), token_mask, speed)
         reg = regulate_length(var.hidden, d, max_frames=self.max_frames)
         frame_mask = lengths_to_mask(reg.frame_lengths, reg.frames.shape[1])
         return NARPlan(

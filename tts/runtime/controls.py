@@ -22,7 +22,8 @@ from typing import Any
 # bound, so a value outside is refused before any work.  The maxima, measured on the shipped voice:
 # - speed 2: at 2.5 "Hi." is -55 dBFS and at 4 "Hello there." -48 dBFS (near-silence, the NAR's phones fall
 #   under a few frames each; speed 8-10 gave 0.1 s at -44 to -73 dBFS); at 2 every test sentence of more than one
-#   phone is -26 to -34 dBFS (tests/test_api.py).  (A lone vowel, "I", is near-silent already at 1.25.)
+#   phone is -26 to -34 dBFS (tests/test_api.py).  (A lone vowel, "I", was near-silent at 1.25 until speeding up
+#   left the first phone its frames, tts.models.layers.length_regulator.speed_durations: now -35 dBFS at 1 to 2.)
 # - refine_steps 32: one Euler step per refiner pass, linear in time (K = 64 takes 2 s for a sentence that K = 2
 #   speaks in 0.24 s; 100 000 never ended); the measured curves stop at K = 8.
 # - block_frames 65 536: a block of the whole utterance is the parallel decoder (the frame guard stops far below).

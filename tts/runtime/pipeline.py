@@ -218,8 +218,12 @@ class Pipeline:
                fail_on_ar_failure: bool = False) -> Iterator[np.ndarray]:
         """`text` as audio chunks [n] in order, each handed on as soon as it is made: parts one at a time
         (batch 1, for latency) and, on an engine that streams, block by block inside a part.  Joined they are
-        `synthesize`'s wave within STREAM_TOLERANCE.  Memory stays one part, whatever the length of the text."""
-        yield from self.stream_utterance(self.utterance(text, controls, ar_retries, fail_on_ar_failure, lazy=True))
+        `synthesize`'s wave within STREAM_TOLERANCE.  Memory stays one part, whatever the length of the text.
+
+        Bad text (empty, nothing speakable) raises here, at the call, before any chunk (not at the first `next`).
+        The iterator holds no thread: a caller that stops iterating (a `break`, dropping it, `close()`) leaves
+        no work running, and nothing more is made."""
+        return self.stream_utterance(self.utterance(text, controls, ar_retries, fail_on_ar_failure, lazy=True))
 
     def stream_utterance(self, utt: Utterance) -> Iterator[np.ndarray]:
         """`stream` of a prepared utterance (its run collects timings, first audio included, and notes).  A lazy

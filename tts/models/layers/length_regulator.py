@@ -111,17 +111,38 @@ def average_by_durations(
 
 def durations_from_log(log_durations: torch.Tensor, token_mask: torch.Tensor, speed: float = 1.0,
                        min_frames: int = 0) -> torch.Tensor:
-    """Predicted log(d + 1) [B, L] -> integer durations [B, L] (long) for inference.
+    """Predicted log(d + 1) [B, L] -> integer durations [B, L] (long) for inference: `speed_durations` of the
+    predicted frames d = exp(log_d) - 1."""
+    return speed_durations(torch.exp(log_durations.float()) - 1.0, token_mask, speed, min_frames)
 
-    d = round((exp(log_d) - 1) / speed), clamped >= `min_frames` on real tokens and 0 on padding; speed > 0
-    (checked by the caller's controls: this function is scripted into the exported graph, which has no
-    exceptions).  Rounding after the speed division (not before) keeps speed=2 at half the frames up to one
-    rounding per token.  `min_frames=0` (FastSpeech 2's behaviour) lets a token vanish, as pauses and some
-    stops legitimately do in extracted durations; `min_frames=1` guarantees every phoneme is spoken at
-    least one frame.  Whatever the setting, an item whose durations all round to 0 gets 1 frame on its
-    first token, so no output is ever empty.
+
+def speed_durations(frames: torch.Tensor, token_mask: torch.Tensor, speed: float = 1.0,
+                    min_frames: int = 0) -> torch.Tensor:
+    """Frames per token at speed 1 [B, L] (float: a prediction, or integer ground truth) -> integer durations
+    [B, L] (long) at `speed`: THE speed maths of inference (both engines: the exported graph runs this function).
+
+    d = round(frames / speed), clamped >= `min_frames` on real tokens and 0 on padding; speed > 0 (checked
+    by the caller's controls: this function is scripted into the exported graph, which has no exceptions).
+    Rounding after the speed division (not before) keeps speed=2 at half the frames up to one rounding per
+    token.  `min_frames=0` (FastSpeech 2's behaviour) lets a token vanish, as pauses and some stops
+    legitimately do in extracted durations; `min_frames=1` guarantees every phoneme is spoken at least one
+    frame.  Whatever the setting, an item whose durations all round to 0 gets 1 frame on its first token, so
+    no output is ever empty.
+
+    Speeding up (speed > 1) never silences a token, two guards:
+    - a token with frames at speed 1 keeps at least one (round(1 / 2) would be 0: a short phone gone);
+    - the first token with frames keeps all of them (and the zero-frame tokens before it stay 0).  Its frames
+      begin with the utterance's leading pause: the durations give the first phone the recording's leading
+      silence (tts.durations), and the decoder renders that pause ~16 frames long (on slt) from the start of
+      the frames whatever the token's length.  Divided by the speed, the first phone lost its own frames to
+      the pause: "A." was near-silent at speed 1.25 (-60 dBFS; 24 frames -> 19, the vowel 8 -> 3) and so was
+      the first word of every sentence at 2.  Speed <= 1 changes nothing here (round(x / speed) >= round(x)).
     """
-    d = torch.round((torch.exp(log_durations.float()) - 1.0) / speed).clamp_min(float(min_frames))
+    mask = token_mask.to(frames.dtype)
+    heard = torch.round(frames).clamp_min(0.0) * mask  # [B, L] frames at speed 1
+    d = torch.round(frames / speed).clamp_min(0.0)
+    lead = (heard.cumsum(dim=1) - heard) == 0  # tokens up to and including the first one with frames
+    d = torch.maximum(d, torch.where(lead, heard, heard.clamp(max=1.0))).clamp_min(float(min_frames))
     d = d.long() * token_mask.long()
     empty = (d.sum(dim=1) == 0) & token_mask.any(dim=1)  # [B]
     first = torch.arange(d.shape[1], device=d.device)[None, :] == 0  # [1, L]
