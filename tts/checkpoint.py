@@ -21,10 +21,13 @@ UntrustedCheckpointError (a CheckpointError: the CLI's exit 4).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
+import math
 import os
 import re
+import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,9 +89,11 @@ class CheckpointMeta:
             info=d.get("info", {}),
         )
 
-    def build_model(self) -> nn.Module:
-        """The model this description names, built from ALLOWED_TARGETS only (the description comes from a file)."""
-        return build_untrusted(self.model_config, **self.build_kwargs)
+    def build_model(self, max_elements: int | None = None) -> nn.Module:
+        """The model this description names, built from ALLOWED_TARGETS only (the description comes from a file);
+        max_elements: refuse (CheckpointError) a model of more parameter and buffer elements, before allocating
+        it (`build_untrusted`)."""
+        return build_untrusted(self.model_config, self.build_kwargs, max_elements)
 
 
 KINDS = ("acoustic", "vocoder")
@@ -107,10 +112,18 @@ ALLOWED_TARGETS = frozenset({
 })
 
 
-def build_untrusted(node: dict[str, Any], **kwargs: Any) -> nn.Module:
+def build_untrusted(node: dict[str, Any], kwargs: dict[str, Any] | None = None,
+                    max_elements: int | None = None) -> nn.Module:
     """`instantiate_node` for a config read from a file: a plain node (no interpolation, no Hydra key beyond
     _target_/_partial_/_convert_) whose every `_target_` is in ALLOWED_TARGETS and whose result is a module;
-    otherwise UntrustedCheckpointError, before anything is imported or called."""
+    otherwise UntrustedCheckpointError, before anything is imported or called.  kwargs: the file's build_kwargs
+    (a dict, never spread into this call: a file's key must not meet this function's own parameters).
+
+    max_elements: the most parameter and buffer elements the model may have (`load`: what the file holds, with
+    slack).  The config decides the sizes of what is built (d_model=10**6 is a 4 TB weight; 10**4 layers an
+    endless build): the build checks every allocation against the bound before it is made (`_BoundedBuild`);
+    over it is a CheckpointError, before the allocation that would pass it."""
+    kwargs = kwargs or {}
     if not (_is_plain(node) and _is_plain(kwargs)):
         raise UntrustedCheckpointError("its model config is not plain data (interpolations or Hydra keys): refused")
     foreign = sorted(_targets({**node, **kwargs}) - ALLOWED_TARGETS)
@@ -118,12 +131,127 @@ def build_untrusted(node: dict[str, Any], **kwargs: Any) -> nn.Module:
         raise UntrustedCheckpointError(f"its model config names {', '.join(foreign)}, which is not one of this "
                                        "project's model classes: refused (a checkpoint may only name its models)")
     try:
-        model = _build({**node, **kwargs})
+        with _bounded_build(max_elements):
+            model = _build({**node, **kwargs})
+    except _TooLarge as e:
+        raise CheckpointError(str(e)) from None
     except Exception as e:  # wrong argument names or values for a real class: the file is broken, not a bug here
         raise CheckpointError(f"its model config does not build a model ({type(e).__name__}: {e})") from e
     if not isinstance(model, nn.Module):
         raise CheckpointError(f"its model config builds a {type(model).__name__}, not a model")
     return model
+
+
+# Elements a model's build may allocate beyond the weights its file holds: buffers a model makes itself and does not
+# store (windows, filterbanks) and the constructors' temporaries.  A file holds every weight of its model
+# (`load_weights` is strict), so a config asking for more than the file holds with this slack is a hostile or
+# broken file (measured: the shipped models allocate their weights plus < 0.1%).
+BUILD_SLACK_ELEMENTS = 1 << 22
+
+
+class _TooLarge(Exception):
+    """A build passed its element bound (raised inside a module's constructor, before the allocation)."""
+
+
+_WINDOWS = frozenset({"hann_window", "hamming_window", "bartlett_window", "blackman_window", "kaiser_window"})
+_SIZED = frozenset({"empty", "zeros", "ones", "full", "rand", "randn", "randint", "normal", "new_empty", "new_zeros",
+                    "new_ones", "new_full", "empty_strided", "randperm", "eye"})
+
+
+def _requested_elements(name: str, args: tuple, kwargs: dict) -> int:
+    """Elements a torch factory call (torch.empty(3, 4), torch.full((3, 4), 0.), x.new_zeros(5),
+    torch.arange(0, n, 2), torch.hann_window(n), ...) is about to allocate, from its arguments alone; 0 for
+    any other call (an op on tensors that exist is bounded by them)."""
+    def count(size: Any) -> int:
+        if isinstance(size, int):
+            return max(size, 0)
+        if isinstance(size, (tuple, list, torch.Size)) and all(isinstance(d, int) for d in size):
+            return math.prod(max(d, 0) for d in size)
+        return 0
+
+    if name in _WINDOWS or name == "randperm":
+        return count(args[0] if args else kwargs.get("window_length", kwargs.get("n", 0)))
+    if name in ("linspace", "logspace"):
+        return count(args[2] if len(args) > 2 else kwargs.get("steps", 0))
+    if name == "arange":
+        numbers = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)][:3]
+        given = dict(zip(("end",) if len(numbers) == 1 else ("start", "end", "step"), numbers))
+        start, end, step = (kwargs.get(k, given.get(k, default)) for k, default in (("start", 0), ("end", 0), ("step", 1)))
+        try:
+            return max(math.ceil((end - start) / step), 0)
+        except (TypeError, ZeroDivisionError, ValueError, OverflowError):
+            return 0
+    if name not in _SIZED:
+        return 0
+    if "size" in kwargs:
+        return count(kwargs["size"])
+    if name.startswith("new_"):
+        args = args[1:]  # the tensor it is called on
+    if name == "eye":
+        return count(args[0]) * count(args[1] if len(args) > 1 and isinstance(args[1], int) else args[0])
+    if name == "randint":  # randint([low,] high, size)
+        sized = [a for a in args if isinstance(a, (tuple, list, torch.Size))]
+        return count(sized[0]) if sized else 0
+    if args and isinstance(args[0], (tuple, list, torch.Size)):
+        return count(args[0])
+    return math.prod(max(a, 0) for a in args if isinstance(a, int)) if args and isinstance(args[0], int) else 0
+
+
+class _BoundedBuild(torch.overrides.TorchFunctionMode):
+    """While a model is built on this thread: every torch factory call is checked against the bound before it
+    allocates (the elements it asks for, added up), and every parameter and buffer registered is counted (a
+    tensor made another way): past `limit` is _TooLarge, before the allocation that would pass it.  So a
+    config's d_model=10**6 stops at its first weight (a 4 TB tensor never asked of the allocator) and 10**4
+    layers after the few that the file's weights could fill."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit, self.allocated, self.registered = limit, 0, 0
+        self.owner = threading.get_ident()
+
+    def _over(self, what: str) -> _TooLarge:
+        return _TooLarge(f"its model config asks for a model of more than {self.limit:,} elements (stopped at {what}), "
+                         "far more than the weights the file holds: refused before allocating it (a config naming absurd "
+                         "sizes)")
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        n = _requested_elements(getattr(func, "__name__", ""), args, kwargs)
+        if n:
+            self.allocated += n
+            if self.allocated > self.limit:
+                sizes = ", ".join(str(list(a) if isinstance(a, (tuple, torch.Size)) else a) for a in args
+                                  if isinstance(a, (int, tuple, list, torch.Size)) and not isinstance(a, bool))
+                raise self._over(f"{getattr(func, '__name__', func)}({sizes[:80]}): {n:,} elements")
+        return func(*args, **kwargs)
+
+    def registered_tensor(self, module: nn.Module, name: str, tensor: torch.Tensor | None) -> None:
+        if tensor is None or threading.get_ident() != self.owner:
+            return
+        self.registered += tensor.numel()
+        if self.registered > 2 * self.limit:  # weight_norm registers a weight again as its two factors
+            raise self._over(f"at {type(module).__name__}.{name} {tuple(tensor.shape)}")
+
+
+@contextlib.contextmanager
+def _bounded_build(limit: int | None):
+    """`_BoundedBuild` around a build (None: no bound).  The registration hooks are global to torch; only this
+    thread's registrations count."""
+    if limit is None:
+        yield
+        return
+    from torch.nn.modules.module import (register_module_buffer_registration_hook,
+                                         register_module_parameter_registration_hook)
+
+    mode = _BoundedBuild(limit)
+    handles = [register_module_parameter_registration_hook(mode.registered_tensor),
+               register_module_buffer_registration_hook(mode.registered_tensor)]
+    try:
+        with mode:
+            yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _targets(node: Any) -> set[str]:
@@ -297,8 +425,9 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> LoadedCheckpoi
     """Rebuild the model described by a checkpoint, in eval mode, in float32."""
     raw = read_raw(path)
     meta = read_meta(raw, path)
+    held = sum(v.numel() for v in model_state_dict(raw).values())
     try:
-        model = meta.build_model()
+        model = meta.build_model(max_elements=held + max(held, BUILD_SLACK_ELEMENTS))
     except CheckpointError as e:
         raise type(e)(f"checkpoint {path}: {e}") from None
     load_weights(model, raw, f"{path}: weights do not fit the model its config describes")
