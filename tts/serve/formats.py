@@ -16,17 +16,20 @@ import struct
 import numpy as np
 import soundfile as sf
 
+from tts.pcm import pcm16 as pcm16_samples
+
 FORMATS = ("wav", "pcm", "flac")
 MEDIA_TYPES = {"wav": "audio/wav", "pcm": "audio/L16", "flac": "audio/flac"}
 STREAMING_SIZE = 0xFFFFFFFF  # RIFF/data chunk size meaning "to the end of the stream"
 
 
 def to_int16(wave: np.ndarray) -> np.ndarray:
-    """float [-1, 1] [N] -> little-endian int16 (clipped, rounded: the samples a 16-bit wav stores); int16 in
-    is returned as it is."""
+    """float [-1, 1] [N] -> little-endian int16 by the one rule of every output (tts.pcm.pcm16: the CLI's, so that
+    the server and `tts.synthesize --out -` give the same bytes for the same audio; `round(x * 32767)` here
+    differed by one step in about half the samples of speech); int16 in is returned as it is."""
     if wave.dtype == np.dtype("<i2"):
         return wave
-    return (np.clip(wave, -1.0, 1.0) * 32767.0).round().astype("<i2")
+    return pcm16_samples(wave)
 
 
 def pcm16(wave: np.ndarray) -> bytes:
