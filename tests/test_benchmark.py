@@ -235,3 +235,6 @@ def test_an_ar_that_stops_at_once_is_flagged():
     assert "stopped early" in too_short(free, symbols=20, frames=1)
     assert too_short(free, symbols=20, frames=120) is None
     assert too_short(System("ar", "ar", None, synth=None, forced=True), symbols=20, frames=1) is None
+    # a NAR has no stop token: its warning names its durations
+    nar = too_short(System("nar_k0", "nar", 0, synth=None, forced=False), symbols=20, frames=2)
+    assert "near-zero durations" in nar and "stop token" not in nar

@@ -40,6 +40,8 @@ def _rater(url: str, seed: int, fetch_audio: bool, deadline: float, out: dict, l
     rng = random.Random(seed)
     res = {"rater_id": None, "total": 0, "posted": 0, "retries": 0, "created": 0, "duplicate": 0,
            "errors": 0, "done": False}
+    with lock:  # seen from the start: a rater still listening or posting at the deadline is counted too
+        out[seed] = res
     try:
         with httpx.Client(base_url=url, timeout=30) as c:
             r = c.post("/api/session", json={"consent": True})
@@ -79,11 +81,11 @@ def _rater(url: str, seed: int, fetch_audio: bool, deadline: float, out: dict, l
     except Exception as e:  # count, don't crash the other raters
         res["errors"] += 1
         res["exception"] = repr(e)
-    with lock:
-        out[seed] = res
 
 
 EXIT_LOST, EXIT_DEADLINE = 1, 3
+# seconds past the deadline the raters are waited for (one may be listening to a page's audio or posting)
+JOIN_GRACE_S = 5.0
 
 
 def verify_db(db_path: str, rater_ids: list[str]) -> dict:
@@ -138,9 +140,12 @@ def run_loadtest(url: str, raters: int = 50, fetch_audio: bool = True, timeout_s
     for t in threads:
         t.start()
     for t in threads:
-        t.join(max(0.1, deadline - time.monotonic() + 5))
+        t.join(max(0.1, deadline - time.monotonic() + JOIN_GRACE_S))
     wall = time.monotonic() - t0
-    rs = list(out.values())
+    # every rater, those still answering included (their threads run on: a snapshot of their counts, taken
+    # before the file is read, so that an answer acknowledged in between is in the file, never "lost")
+    with lock:
+        rs = [dict(r) for r in out.values()]
     summary = {"raters": raters, "completed": sum(r["done"] for r in rs), "wall_s": round(wall, 2),
                "expected": sum(r["total"] for r in rs), "posted": sum(r["posted"] for r in rs),
                "retries": sum(r["retries"] for r in rs), "created": sum(r["created"] for r in rs),

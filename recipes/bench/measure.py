@@ -108,8 +108,10 @@ def too_short(system: System, symbols: int, frames: int) -> str | None:
     """A warning when a free-running system made too few frames for its input to be a fair comparison."""
     if system.forced or frames >= MIN_FRAMES_PER_SYMBOL * symbols:
         return None
-    return (f"WARNING: {system.name} made {frames} frames for {symbols} symbols (it stopped early: an AR whose stop "
-            f"token fires at once?); its latency at this length compares no real speech")
+    why = ("it stopped early: an AR whose stop token fires at once?" if system.kind == "ar"
+           else "it predicted near-zero durations: a NAR trained too briefly?")
+    return (f"WARNING: {system.name} made {frames} frames for {symbols} symbols ({why}); its latency at this "
+            f"length compares no real speech")
 
 
 # --------------------------------------------------------------------------------------------------
