@@ -25,6 +25,7 @@ from data_prep.piper_corpus import alignments_path
 from tts.durations import (durations_from_segments, monotonic_alignment, piper_segments, word_boundary_error,
                            word_spans_from_segments, word_spans_from_tokens)
 from tts.training.cli import UsageError, recipe_entry, user_errors
+from tts.training.preflight import MissingDataError, require_corpus
 
 log = logging.getLogger(__name__)
 
@@ -33,15 +34,29 @@ SOURCES = ("teacher", "festival", "piper", "external")
 DEFAULT_NAMES = {"teacher": "ar_teacher", "festival": "festival", "piper": "piper", "external": "external"}
 
 
-def _durations_name(source: str) -> str:
-    # resolved while Hydra composes the config (out_dir names the run folder): a bad source stops it there,
-    # before any folder is made
+# The resolvers below run while Hydra composes the config (out_dir names the run folder, out_dir/hydra): a bad
+# source, a data_root that is no corpus or a teacher checkpoint that is not there stops it there, before any
+# folder is made (a typo in data_root made DATA_ROOT/durations/NAME/hydra, a corpus-like tree of nothing).
+def _durations_name(source: str, checkpoint: str | None = None) -> str:
     if source not in DEFAULT_NAMES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
+    if source == "teacher" and checkpoint and not Path(checkpoint).is_file():
+        raise FileNotFoundError(f"checkpoint not found: {checkpoint} (an AR teacher: python -m recipes.train "
+                                f"experiment=ar_cpu_small; on a Festival or Piper corpus source=festival / "
+                                f"source=piper need none)")
     return DEFAULT_NAMES[source]
 
 
+def _corpus_root(data_root: str) -> str:
+    try:
+        require_corpus(data_root, features=False)
+    except MissingDataError as e:  # its wording is the training recipes' (data.root): here the key is data_root
+        raise MissingDataError(str(e).replace("data.root", "data_root")) from None
+    return data_root
+
+
 OmegaConf.register_new_resolver("durations_name", _durations_name, replace=True)
+OmegaConf.register_new_resolver("corpus_root", _corpus_root, replace=True)
 
 # Above this share of 0-frame phones the durations are suspect (the shipped AR teacher: 1.2 %, Festival's
 # segmentation ~0): a teacher whose attention skips phones, or alignments of another text.

@@ -2,6 +2,7 @@
 4), and says what it wrote (item 9)."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -60,3 +61,20 @@ def test_the_corpus_summary_names_the_clipped_utterances():
     assert "clipped (this run): 1: slt_00007\n" in summary.text()
     many = BuildSummary(out_dir="d", n_requested=0, n_clipped=12, clipped_ids=[f"u{i:02d}" for i in range(12)])
     assert "clipped (this run): 12: u00, u01" in many.text() and "u09 and 2 more" in many.text()
+
+
+def test_extract_durations_refuses_before_making_a_folder(tmp_path):
+    """A typo in data_root, or a teacher checkpoint that is not there, made DATA_ROOT/durations/NAME/hydra (Hydra's
+    run folder) before the refusal: now both are found while the config is composed, and nothing is made."""
+    nowhere = tmp_path / "no_corpus"
+    p = recipe("recipes.extract_durations", "source=festival", f"data_root={nowhere}")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr[-3000:]
+    assert p.stderr.startswith(f"error: {nowhere} is not a corpus (no metadata.csv)") and "data_root" in p.stderr
+    assert "resolving interpolation" not in p.stderr and not nowhere.exists()
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "slt20", corpus, ignore=shutil.ignore_patterns("cache"))
+    p = recipe("recipes.extract_durations", f"checkpoint={tmp_path / 'nope.ckpt'}", f"data_root={corpus}")
+    assert p.returncode == 2 and p.stderr.startswith(f"error: checkpoint not found: {tmp_path / 'nope.ckpt'}"), \
+        p.stderr[-3000:]
+    assert not (corpus / "durations").exists()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from typing import Any, Callable, NoReturn
 
@@ -25,6 +26,7 @@ from tts.errors import CheckpointError, MelConfigMismatchError
 EXIT_USAGE = 2
 
 OMEGACONF_CONTEXT = ("full_key:", "object_type=", "reference_type=")
+INTERPOLATION_PREFIX = re.compile(r"^\w+ raised while resolving interpolation: ")
 
 # set once a task decorated with `user_errors` starts: a Hydra error before it is one of composing the config
 _task_started = False
@@ -51,6 +53,8 @@ def one_line(error: BaseException) -> str:
     """The message of `error` on one line.  A DataLoader worker's error arrives as "Caught X in DataLoader worker
     process 0. Original Traceback ...": its last line is the worker's own message."""
     text = str(error).strip() or type(error).__name__
+    # a config value checked by a resolver (e.g. recipes.extract_durations' data_root): its message, not OmegaConf's
+    text = INTERPOLATION_PREFIX.sub("", text) or text
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     # OmegaConf's context lines (full_key: ..., object_type=...) say where in the config, not what went wrong
     lines = [line for line in lines if not line.startswith(OMEGACONF_CONTEXT)] or lines
