@@ -120,3 +120,28 @@ def test_a_single_vowel_is_audible_at_every_speed(voices, runtime):
             levels.append(20 * np.log10(float(np.sqrt(np.mean(samples**2))) + 1e-12))
         assert min(levels) > -42, (runtime, text, [round(x, 1) for x in levels])
         assert max(levels) - min(levels) < 6, (runtime, text, [round(x, 1) for x in levels])
+
+
+def test_new_words_do_not_grow_the_pronunciation_cache_without_bound(monkeypatch):
+    """Found by the fuzz command: every out-of-vocabulary word's espeak pronunciation was kept forever, so a
+    long-running server fed random words (~1.3 KB each) grew without bound.  The cache keeps the
+    OOV_CACHE_SIZE most recently used; a word asked again is not given to espeak again."""
+    from tts.text import g2p as g2p_module
+    from tts.text.g2p import G2P
+
+    monkeypatch.setattr(g2p_module, "OOV_CACHE_SIZE", 50)
+    g2p = G2P()
+    runs: list[list[str]] = []
+
+    def fake_espeak(words):
+        runs.append(list(words))
+        return ["h\u0259lo\u028a" for _ in words]
+
+    monkeypatch.setattr(g2p, "_run_espeak", fake_espeak)
+    words = [f"zorblat{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(200)]
+    for k in range(0, 200, 10):
+        assert all(g2p.pronounce(words[k : k + 10]))
+    assert len(g2p._oov_cache) == 50 and list(g2p._oov_cache) == words[-50:]
+    runs.clear()
+    g2p.pronounce([words[160], words[0]])  # the one kept is not looked up again; the one dropped is
+    assert runs == [[words[0]]] and list(g2p._oov_cache)[-2:] == [words[160], words[0]]

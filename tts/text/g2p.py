@@ -25,6 +25,7 @@ import importlib.util
 import logging
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,10 @@ _TOKEN_RE = re.compile(
 )
 _HYPHEN_IN_WORD_RE = re.compile(r"(?<=[A-Za-z'])-(?=[A-Za-z'])")
 _SIBILANTS = frozenset({"S", "Z", "SH", "ZH", "CH", "JH"})
+# Out-of-vocabulary pronunciations kept (least recently used dropped first): a long-running process (the speech
+# server) fed ever new words (a hostile client's random ones) must not grow without bound (~1.3 KB a word: 3,800
+# random words held 4.8 MB, and the cache kept every one).
+OOV_CACHE_SIZE = 8192
 _VOICELESS = frozenset({"P", "T", "K", "F", "TH"})
 
 
@@ -193,7 +198,7 @@ class G2P:
         self.espeak_executable = espeak_executable
         self.espeak_voice = espeak_voice
         self.espeak_timeout_s = espeak_timeout_s
-        self._oov_cache: dict[str, Pronunciation] = {}
+        self._oov_cache: OrderedDict[str, Pronunciation] = OrderedDict()  # LRU, OOV_CACHE_SIZE words
         # Set once espeak cannot even be started, so later calls do not retry the subprocess.
         self._espeak_unavailable: str | None = None
 
@@ -229,13 +234,15 @@ class G2P:
         """Phones of each word (no boundaries); OOV words of the call share one espeak run."""
         known = [self._lexicon_pronunciation(w) for w in words]
         oov = list(dict.fromkeys(_oov_key(w) for w, p in zip(words, known, strict=True) if p is None))
-        missing = [w for w in oov if w not in self._oov_cache]
-        fresh = self._espeak_pronunciations(missing)
+        cached = {w: self._oov_cache[w] for w in oov if w in self._oov_cache}
+        for w in cached:
+            self._oov_cache.move_to_end(w)
+        fresh = self._espeak_pronunciations([w for w in oov if w not in cached])
         result: list[list[str]] = []
         for word, phones in zip(words, known, strict=True):
             if phones is None:
                 key = _oov_key(word)
-                phones = self._oov_cache.get(key) or fresh.get(key) or tuple(spell(key))
+                phones = cached.get(key) or fresh.get(key) or tuple(spell(key))
             result.append(list(phones))
         return result
 
@@ -320,6 +327,8 @@ class G2P:
             phones = tuple(ipa_to_arpabet(ipa)) if ipa is not None else ()
             if phones:
                 fresh[word] = self._oov_cache[word] = phones
+                if len(self._oov_cache) > OOV_CACHE_SIZE:
+                    self._oov_cache.popitem(last=False)
             else:
                 failed.append(word)
         if failed:
