@@ -29,7 +29,11 @@ $(STAMP): pyproject.toml
 ONNX_MANIFEST := checkpoints/onnx/manifest.json
 onnx: $(ONNX_MANIFEST)
 
-$(ONNX_MANIFEST): $(STAMP) checkpoints/default.json checkpoints/nar.pt checkpoints/vocoder/source_filter.pt
+# The graphs trace the models' own maths, so a change to it (tts/models, tts/vocoder, the exporter) makes the
+# export stale too: tts.runtime.onnx_engine.export_is_current sees only the checkpoints' hashes.
+ONNX_SOURCES := tts/export.py $(wildcard tts/models/*.py tts/models/layers/*.py tts/vocoder/*.py)
+$(ONNX_MANIFEST): $(STAMP) checkpoints/default.json checkpoints/nar.pt checkpoints/nar_block.pt \
+		checkpoints/vocoder/source_filter.pt $(ONNX_SOURCES)
 	$(PY) -m tts.export --out checkpoints/onnx
 
 # The main job: synthesise a sentence with the shipped default model.
