@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
-import io
 import logging
 import os
 import signal
@@ -54,6 +53,7 @@ import soundfile as sf
 # torch-free imports only: the ONNX engine must start without torch (the cold-start benchmark); torch and
 # the model code load when open_pipeline chooses the torch engine
 from tts.errors import CheckpointError, MelConfigMismatchError, SynthesisError
+from tts.pcm import pcm16
 from tts.text.errors import TextError
 
 EXIT_INTERNAL, EXIT_USAGE, EXIT_TEXT, EXIT_CHECKPOINT, EXIT_MISMATCH = 1, 2, 3, 4, 5
@@ -333,16 +333,6 @@ def reserve_output(path: Path) -> Path:
         raise OutputError(f"cannot write in {parent} (for --out {path}): {e.strerror or e}") from None
     os.close(fd)
     return Path(tmp)
-
-
-def pcm16(samples: np.ndarray) -> np.ndarray:
-    """float32 [-1, 1] -> the int16 samples every output holds, by libsndfile's own float -> PCM_16 rule for WAV
-    (a raw 16-bit encode in memory), done once here so that a wav, a FLAC, an MP3's source and raw PCM hold the
-    same samples (libsndfile's FLAC encoder rounds floats differently, a step apart)."""
-    buf = io.BytesIO()
-    with sf.SoundFile(buf, "w", samplerate=8000, channels=1, subtype="PCM_16", format="RAW", endian="LITTLE") as f:
-        f.write(np.clip(samples, -1.0, 1.0))
-    return np.frombuffer(buf.getvalue(), dtype="<i2")
 
 
 class PcmStdout:
