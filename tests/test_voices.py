@@ -141,3 +141,42 @@ def test_the_server_speaks_every_voice_and_lists_them():
         r = httpx.post(server.url + "/v1/audio/speech", json={"model": "tts-1", "voice": "alloy", "input": "Hi."})
         assert r.status_code == 400 and r.json()["error"]["param"] == "voice"
         assert "unknown voice 'alloy'" in r.json()["error"]["message"] and DEFAULT in r.json()["error"]["message"]
+
+
+def test_a_release_of_two_voices_speaks_each_through_the_api_and_the_server(tmp_path: Path, monkeypatch):
+    """Two voices end to end on a real release (recipes.release of two NAR checkpoints into a new folder, whose
+    default.json names the voices), read as the shipped one: tts.voices / tts.load(voice=...) and the server's
+    voice field pick the right model, and the two voices sound different.  (The shipped release may hold one.)"""
+    from fastapi.testclient import TestClient
+
+    from recipes.release import release
+    from tests.helpers import TINY, tiny_checkpoint
+    from tts.runtime import release as shipped
+    from tts.serve.app import Speaker, create_app
+    from tts.serve.batcher import Batcher
+
+    sources = {"nar": str(tiny_checkpoint(tmp_path / "a.ckpt", "nonautoregressive", **TINY["nonautoregressive"])),
+               "other": str(tiny_checkpoint(tmp_path / "b.ckpt", "nonautoregressive",
+                                            **{**TINY["nonautoregressive"], "d_model": 48}))}
+    out = tmp_path / "release"
+    release(sources, {}, {"voice": "first", "vocoder": "griffin-lim",
+                          "voices": {"first": ["nar"], "second": ["other"], "absent": ["not_released"]}}, out)
+    monkeypatch.setattr(shipped, "CHECKPOINT_DIR", out)
+    monkeypatch.setattr(shipped, "DEFAULTS_FILE", out / "default.json")
+    assert tts.voices() == {"first": ["nar"], "second": ["other"]}  # a voice with no released model is left out
+    first, second = tts.load(runtime="torch"), tts.load(voice="second", runtime="torch")
+    assert (first.voice, second.voice) == ("first", "second") and second.name == "other+griffin-lim"
+    a, b = first.synthesize("Two voices.").samples, second.synthesize("Two voices.").samples
+    assert a.size != b.size or np.abs(a - b).max() > 1e-3
+    batchers = {name: Batcher(v.pipeline, max_batch=2) for name, v in (("first", first), ("second", second))}
+    try:
+        client = TestClient(create_app({n: Speaker(v, batchers[n]) for n, v in (("first", first), ("second", second))}))
+        assert [v["id"] for v in client.get("/v1/voices").json()["data"]] == ["first", "second"]
+        for name, expected in (("second", b), ("default", a), ("first", a)):
+            r = client.post("/v1/audio/speech", json={"model": "tts-1", "voice": name, "input": "Two voices.",
+                                                      "response_format": "pcm"})
+            assert r.status_code == 200 and len(r.content) == 2 * expected.size, name
+        assert client.post("/v1/audio/speech", json={"model": "tts-1", "voice": "third", "input": "Hi."}).status_code == 400
+    finally:
+        for batcher in batchers.values():
+            batcher.stop()
