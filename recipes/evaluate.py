@@ -61,7 +61,7 @@ from data_prep.atomic import write_json_atomic
 from tts.audio import MelConfig, MelSpectrogram, save_wav
 from tts.data.corpus import CorpusError, features_path, load_features, read_metadata, read_split, wav_path
 from tts.evaluation.systems import SYSTEM_KINDS, SYSTEM_VOCODER, SystemSpec
-from tts.runtime.release import shipped_checkpoint, shipped_defaults, voice_model
+from tts.runtime.release import shipped_checkpoint, voice_model
 from tts.evaluation.asr import ASRModelMissingError
 from tts.evaluation.naturalness import QualityModelMissingError
 from tts.runtime.pipeline import ItemResult
@@ -117,8 +117,8 @@ def parse_systems(node: Any) -> list[SystemSpec]:
             raise EvaluationConfigError(f"system {name!r}: give a shipped `voice` (and `model`) or a `checkpoint`")
         if spec.get("model") is not None and voice is None:
             raise EvaluationConfigError(f"system {name!r}: `model` picks one of a shipped `voice`'s models; give the voice")
-        # a shipped voice speaks through the shipped vocoder unless the spec names another
-        vocoder = str(spec.get("vocoder") or (shipped_defaults()["vocoder"] if voice is not None else DEFAULT_VOCODER))
+        # None for a shipped voice: SystemSpec gives it the shipped vocoder unless the spec names another
+        vocoder = str(spec["vocoder"]) if spec.get("vocoder") else None if voice is not None else DEFAULT_VOCODER
         if kind == "copy":
             systems.append(SystemSpec(name, kind, vocoder=vocoder))
             continue

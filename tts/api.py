@@ -149,7 +149,7 @@ def load(model: str | None = None, *, voice: str | None = None, checkpoint: str 
     if checkpoint is not None and voice is not None:
         raise ValueError("give a voice or a checkpoint, not both (a checkpoint speaks with its own voice)")
     shipped = voice_model(voice, model) if checkpoint is None else None  # an unknown voice fails before loading
-    pipeline = open_pipeline(model, checkpoint, vocoder, runtime, device, onnx_dir, threads, voice)
+    pipeline = open_pipeline(shipped, checkpoint, vocoder, runtime, device, onnx_dir, threads)
     if pipeline.engine.name == "onnx":
         name = f"onnx:{shipped}"
     else:

@@ -18,7 +18,7 @@ def parse_synth(spec: str) -> SystemSpec:
         raise ValueError(f"bad --synth {spec!r}: expected NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T]")
     name, rest = spec.split("=", 1)
     path, *opts = rest.split(",")
-    fields: dict[str, str | int | float] = {"vocoder": SYSTEM_VOCODER}
+    fields: dict[str, str | int | float] = {}
     for opt in opts:
         key, _, value = opt.partition("=")
         if key == "vocoder" and value:
@@ -31,13 +31,9 @@ def parse_synth(spec: str) -> SystemSpec:
             raise ValueError(f"bad option {opt!r} in --synth {spec!r} (known: vocoder=V, k=K, temperature=T)")
     if not name.strip():
         raise ValueError(f"bad --synth {spec!r}: empty name")
-    if path.startswith("voice:"):
-        from tts.runtime.release import shipped_defaults
-
-        if not any(opt.startswith("vocoder=") for opt in opts):
-            fields["vocoder"] = shipped_defaults()["vocoder"]
+    if path.startswith("voice:"):  # SystemSpec gives a shipped voice the shipped vocoder unless one is named
         return SystemSpec(name.strip(), "acoustic", voice=path.removeprefix("voice:"), **fields)
-    return SystemSpec(name.strip(), "acoustic", checkpoint=path, **fields)
+    return SystemSpec(name.strip(), "acoustic", checkpoint=path, **{"vocoder": SYSTEM_VOCODER, **fields})
 
 
 def _is_number(text: str) -> bool:

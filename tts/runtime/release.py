@@ -50,8 +50,8 @@ def voice_model(voice: str | None = None, model: str | None = None) -> str:
     defaults = shipped_defaults()
     voices: dict[str, list[str]] = defaults["voices"]
     if voice is None:
-        if model is not None and model_voice(model) is None:
-            shipped = [m for models in voices.values() for m in models]
+        shipped = [m for models in voices.values() for m in models]
+        if model is not None and model not in shipped:
             raise UnknownVoiceError(f"no shipped model {model!r}; this release ships {', '.join(shipped)} "
                                     "(python -m tts.synthesize --list-voices), or pass --checkpoint PATH")
         return model or defaults["acoustic"]
@@ -151,16 +151,17 @@ def open_pipeline(model: str | None = None, checkpoint: str | Path | None = None
         raise ValueError(f"threads must be >= 1, got {threads}")
     if checkpoint is not None and voice is not None:
         raise ValueError("give a voice or a checkpoint, not both (a checkpoint speaks with its own voice)")
-    if choose_runtime(runtime, model, checkpoint, vocoder, device, onnx_dir, voice) == "onnx":
+    # the shipped model asked for, resolved once (None: a checkpoint file); an unknown voice fails here
+    name = voice_model(voice, model) if checkpoint is None else None
+    if choose_runtime(runtime, name, checkpoint, vocoder, device, onnx_dir) == "onnx":
         from tts.runtime.onnx_engine import DEFAULT_ONNX_DIR, OnnxEngine
 
-        return Pipeline(OnnxEngine.load(onnx_dir or DEFAULT_ONNX_DIR, threads=threads or 1,
-                                        voice=voice_model(voice, model)))
+        return Pipeline(OnnxEngine.load(onnx_dir or DEFAULT_ONNX_DIR, threads=threads or 1, voice=name))
     import torch
 
     from tts.runtime.torch_engine import TorchEngine
 
     if threads is not None:
         torch.set_num_threads(threads)
-    acoustic = Path(checkpoint) if checkpoint is not None else shipped_checkpoint(voice_model(voice, model))
+    acoustic = Path(checkpoint) if checkpoint is not None else shipped_checkpoint(name)
     return Pipeline(TorchEngine.from_paths(acoustic, vocoder or shipped_defaults()["vocoder"], device=device))
