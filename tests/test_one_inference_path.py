@@ -91,16 +91,33 @@ PORTS = {"torch_randn", "per_item_noise", "durations_from_log", "regulate_length
          "FlowMatchingRefiner", "sample"}
 
 
-def test_the_onnx_engine_holds_no_model_maths():
-    """Its module defines no port of a model function and runs no loop of its own over refiner steps: it
-    feeds the exported graphs (tts/export.py) and the one numpy DSP module."""
-    path = REPO_ROOT / "tts/runtime/onnx_engine.py"
-    tree = ast.parse(path.read_text())
+# the ONNX engine's modules -> the graph runs each may hold: onnx_engine one acoustic call per batch and one vocoder
+# call per item; onnx_blocks one generic graph call (BlockVoice._run: front, block, refine) and the streamed
+# vocoder's one (VocoderStream._emit)
+ONNX_MODULES = {"tts/runtime/onnx_engine.py": 2, "tts/runtime/onnx_blocks.py": 2}
+
+
+@pytest.mark.parametrize("module", sorted(ONNX_MODULES))
+def test_the_onnx_engine_holds_no_model_maths(module: str):
+    """Its modules define no port of a model function and run no loop of their own over refiner steps: they
+    feed the exported graphs (tts/export.py), the one numpy DSP module (tts.vocoder.render) and the shared
+    refine-window and stream-window bookkeeping (tts.models.refine_windows, tts.vocoder.render.StreamWindow)."""
+    tree = ast.parse((REPO_ROOT / module).read_text())
     defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert not defined & PORTS, defined & PORTS
     runs = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
             and n.func.attr == "run"]
-    assert len(runs) == 2  # one acoustic graph call per batch, one vocoder graph call per item
+    assert len(runs) == ONNX_MODULES[module]
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))
+             and any(isinstance(c, ast.Name) and c.id in {"refine_steps", "steps"} for c in ast.walk(n.iter if isinstance(n, ast.For) else n.test))]
+    assert not loops, "a loop over refiner steps outside the exported graph"
+
+
+def test_the_streamed_vocoders_share_their_window():
+    """The torch and the ONNX streamed vocoders keep their frame bookkeeping in one place (StreamWindow)."""
+    for module in ("tts/vocoder/source_filter.py", "tts/runtime/onnx_blocks.py"):
+        source = (REPO_ROOT / module).read_text()
+        assert "StreamWindow(" in source and "valid_end = " not in source, module
 
 
 @pytest.mark.parametrize("snippet, what", [

@@ -48,6 +48,20 @@ def monotonic_alignment(attention: np.ndarray, max_skip: int = 1, eps: float = 1
     return durations
 
 
+def attention_durations(alignments: np.ndarray, mel_lengths: np.ndarray, token_lengths: np.ndarray,
+                        r: int) -> np.ndarray:
+    """An AR decode's frames per token: alignments [B, S, L] (decoder step -> attention over the tokens, r frames a
+    step), mel_lengths [B] frames, token_lengths [B] -> durations [B, L] int64, row b summing to mel_lengths[b]
+    (`monotonic_alignment` of each item's attention, repeated r times per step and cut to its frames)."""
+    out = np.zeros((alignments.shape[0], alignments.shape[2]), dtype=np.int64)
+    for b, (frames, n) in enumerate(zip(mel_lengths.tolist(), token_lengths.tolist())):
+        if frames > 0 and n > 0:
+            steps = -(-frames // r)
+            attention = np.repeat(alignments[b, :steps, :n], r, axis=0)[:frames]  # [T, n]
+            out[b, :n] = monotonic_alignment(attention)
+    return out
+
+
 @dataclass
 class WordBoundaryReport:
     comparable: bool  # same number of words on both sides

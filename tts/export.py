@@ -3,7 +3,7 @@
 Writes every shipped NAR of every shipped voice (checkpoints/default.json; the default voice's model first:
 the NAR with its flow-matching refiner, the block-wise NAR checkpoints/nar_block.pt, another voice's model)
 and the default vocoder (the source-filter vocoder, one for every voice) as ONNX graphs plus `manifest.json`
-(format tts-onnx-v3), which `tts.runtime.onnx_engine.OnnxEngine` runs with onnxruntime (no torch).  The
+(format tts-onnx-v4), which `tts.runtime.onnx_engine.OnnxEngine` runs with onnxruntime (no torch).  The
 manifest's "voices" are these models, each named by its checkpoint's stem (the shipped voice that a model
 speaks with is default.json's business); `--checkpoint` (repeatable) exports others.
 
@@ -64,8 +64,8 @@ from tts.models.layers.length_regulator import clip_durations, durations_from_lo
 from tts.models.nonautoregressive import denormalise_mel
 from tts.models.refiner import gather_noise, start_point
 # the engine's (torch-free) names of what it reads
-from tts.runtime.onnx_blocks import FRONT_INPUTS, REFINE_INPUTS
-from tts.runtime.onnx_engine import ACOUSTIC_INPUTS, FORMAT, MANIFEST
+from tts.runtime.onnx_blocks import FRONT_INPUTS, FRONT_OUTPUTS, REFINE_INPUTS
+from tts.runtime.onnx_engine import ACOUSTIC_INPUTS, ACOUSTIC_OUTPUTS, FORMAT, MANIFEST
 
 OPSET = 17
 
@@ -116,7 +116,8 @@ class _Decoder(nn.Module):
 class RegulatedFront(nn.Module):
     """The parallel part of FastSpeech2's inference (`FastSpeech2.prepare`'s maths): the traced encoder and
     variance adaptor, then `durations_from_log` and the length regulator (`clip_durations`, `expand_frames`)
-    -> (frames [B, T, D], frame_mask [B, T] bool, mel_lengths [B], truncated [B] bool), T >= 1."""
+    -> (frames [B, T, D], frame_mask [B, T] bool, mel_lengths [B], truncated [B] bool, durations [B, L] int64:
+    the frames each token got, the word timestamps' source), T >= 1."""
 
     def __init__(self, front: nn.Module, min_frames: int, max_frames: int) -> None:
         super().__init__()
@@ -124,7 +125,7 @@ class RegulatedFront(nn.Module):
         self.min_frames, self.max_frames = min_frames, max_frames
 
     def forward(self, tokens: torch.Tensor, token_lengths: torch.Tensor, speed: torch.Tensor,
-                pitch_shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                pitch_shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         hidden, log_d, token_mask = self.front(tokens, token_lengths, pitch_shift)
         d = durations_from_log(log_d, token_mask, float(speed), self.min_frames)
         d, truncated = clip_durations(d, self.max_frames)
@@ -132,7 +133,7 @@ class RegulatedFront(nn.Module):
         n = max(int(lengths.max()), 1)
         frames, _ = expand_frames(hidden, d, n)
         frame_mask = torch.arange(n, device=tokens.device)[None, :] < lengths[:, None]  # [B, T]
-        return frames, frame_mask, lengths, truncated
+        return frames, frame_mask, lengths, truncated, d
 
 
 class Refine(nn.Module):
@@ -174,11 +175,12 @@ class AcousticGraph(nn.Module):
 
     def forward(self, tokens: torch.Tensor, token_lengths: torch.Tensor, speed: torch.Tensor,
                 pitch_shift: torch.Tensor, temperature: torch.Tensor, refine_steps: torch.Tensor,
-                noise_offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        frames, frame_mask, lengths, truncated = self.front(tokens, token_lengths, speed, pitch_shift)
+                noise_offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        frames, frame_mask, lengths, truncated, durations = self.front(tokens, token_lengths, speed, pitch_shift)
         coarse, cond = self.decoder(frames, frame_mask)
         first = torch.zeros((), dtype=torch.long, device=tokens.device)
-        return self.refine(coarse, cond, frame_mask, noise_offsets, first, temperature, refine_steps), lengths, truncated
+        mels = self.refine(coarse, cond, frame_mask, noise_offsets, first, temperature, refine_steps)
+        return mels, lengths, truncated, durations
 
 
 class BlockGraph(nn.Module):
@@ -368,9 +370,9 @@ def parallel_graphs(model: nn.Module) -> dict[str, GraphSpec]:
     """A parallel voice: ONE acoustic graph (tokens and controls -> mels)."""
     return {"acoustic": GraphSpec(
         acoustic_graph(model), (_TOKENS, _TOKEN_LENGTHS, *_CONTROLS, *_REFINE_CONTROLS, torch.tensor([123, 4567])),
-        list(ACOUSTIC_INPUTS), ["mels", "mel_lengths", "truncated"],
+        list(ACOUSTIC_INPUTS), list(ACOUSTIC_OUTPUTS),
         {"tokens": {0: "B", 1: "L"}, "token_lengths": {0: "B"}, "noise_offsets": {0: "B"},
-         "mels": {0: "B", 2: "T"}, "mel_lengths": {0: "B"}, "truncated": {0: "B"}})}
+         "mels": {0: "B", 2: "T"}, "mel_lengths": {0: "B"}, "truncated": {0: "B"}, "durations": {0: "B", 1: "L"}})}
 
 
 def block_graphs(model: nn.Module) -> dict[str, GraphSpec]:
@@ -398,9 +400,10 @@ def block_graphs(model: nn.Module) -> dict[str, GraphSpec]:
     frame_mask = torch.arange(t)[None, :] < torch.tensor([t, 15])[:, None]
     return {
         "front": GraphSpec(torch.jit.script(front), (_TOKENS, _TOKEN_LENGTHS, *_CONTROLS), list(FRONT_INPUTS),
-                           ["frames", "frame_mask", "mel_lengths", "truncated"],
+                           list(FRONT_OUTPUTS),
                            {"tokens": {0: "B", 1: "L"}, "token_lengths": {0: "B"}, "frames": {0: "B", 1: "T"},
-                            "frame_mask": {0: "B", 1: "T"}, "mel_lengths": {0: "B"}, "truncated": {0: "B"}}),
+                            "frame_mask": {0: "B", 1: "T"}, "mel_lengths": {0: "B"}, "truncated": {0: "B"},
+                            "durations": {0: "B", 1: "L"}}),
         "block": GraphSpec(torch.jit.trace(BlockGraph(step), block_args), block_args, ["frames", "mask", "start", *BLOCK_STATE],
                            ["cond", "coarse", *(f"next_{s}" for s in BLOCK_STATE)],
                            {"frames": {0: "B", 1: "n"}, "mask": {0: "B", 1: "n"}, **state_axes, "cond": {0: "B", 2: "n"},

@@ -55,6 +55,9 @@ class MelBatch:
     truncated: np.ndarray  # [B] bool: the max-frames guard cut the item (the pipeline re-speaks it in parts)
     failures: list[Any] | None = None  # per item, the AR's attention verdict (.ok, str) or None
     refine_steps_taken: int | None = None  # refiner network evaluations (None: no refiner)
+    # [B, L] int64 frames each token got (padding 0), row b summing to lengths[b]: a NAR's own durations, the
+    # AR's from its attention (tts.durations.monotonic_alignment); the source of word timestamps
+    durations: np.ndarray | None = None
 
 
 @dataclass
@@ -64,16 +67,24 @@ class StreamPiece:
     wave: np.ndarray  # [n] float32 (may be empty: the vocoder's look-ahead holds samples back)
     mel_s: float
     vocoder_s: float
+    durations: np.ndarray | None = None  # [L] int64 frames per token of the part, on its first piece only
 
 
 class Engine(Protocol):
     name: str  # e.g. "torch" or "onnx"
     sample_rate: int
+    hop_length: int  # samples per mel frame: a wave is exactly frames * hop_length long
     capabilities: Capabilities
     defaults: Controls  # the voice's own controls (its model's config; the export's manifest)
 
     def encode(self, text: str) -> list[int]:
         """Text -> token ids (the voice's text frontend; raises tts.text.errors.TextError)."""
+
+    def encode_words(self, text: str) -> Any:
+        """Text -> tts.text.frontend.EncodedText: `encode`'s ids and each word's id range (word timestamps)."""
+
+    def decode(self, ids: Sequence[int]) -> list[str]:
+        """Token ids -> their symbols."""
 
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
              forced_frames: Sequence[int] | None = None) -> MelBatch:
@@ -89,17 +100,18 @@ class Engine(Protocol):
 
 
 def timed_pieces(chunks: Iterator[Any], push: Callable[[Any], np.ndarray], finish: Callable[[], np.ndarray],
-                 prepare_s: float = 0.0) -> Iterator[StreamPiece]:
+                 prepare_s: float = 0.0, durations: np.ndarray | None = None) -> Iterator[StreamPiece]:
     """An engine's `stream_part` from its mel chunks (in order, each final) and its streaming vocoder (`push` a
     chunk -> new audio [n] float32, `finish` -> the rest): a StreamPiece per chunk and one for the rest, each
-    with the seconds the chunk (mel_s; `prepare_s` added to the first) and its audio (vocoder_s) cost."""
+    with the seconds the chunk (mel_s; `prepare_s` added to the first) and its audio (vocoder_s) cost; the
+    part's token `durations` [L] ride on the first."""
     carry = prepare_s
     while True:
         t0 = time.perf_counter()
         chunk = next(chunks, None)
         t1 = time.perf_counter()
         audio = push(chunk) if chunk is not None else finish()
-        yield StreamPiece(audio, t1 - t0 + carry, time.perf_counter() - t1)
-        carry = 0.0
+        yield StreamPiece(audio, t1 - t0 + carry, time.perf_counter() - t1, durations)
+        carry, durations = 0.0, None
         if chunk is None:
             return

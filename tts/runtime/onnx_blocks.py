@@ -28,9 +28,10 @@ from tts.models.refine_windows import RefineWindows
 from tts.noise import item_noise_seed
 from tts.runtime.controls import Controls
 from tts.runtime.engine import MelBatch, StreamPiece, timed_pieces
-from tts.vocoder.render import RenderInput, Synthesis, render
+from tts.vocoder.render import RenderInput, StreamWindow, Synthesis, render
 
 FRONT_INPUTS = ("tokens", "token_lengths", "speed", "pitch_shift")
+FRONT_OUTPUTS = ("frames", "frame_mask", "mel_lengths", "truncated", "durations")
 REFINE_INPUTS = ("coarse", "cond", "frame_mask", "noise_offsets", "first_frame", "temperature", "refine_steps")
 # the refiner's smallest window of new frames when streaming (FastSpeech2.stream_mels' refine_chunk_frames)
 REFINE_CHUNK_FRAMES = 32
@@ -54,6 +55,7 @@ class Plan:
     frame_mask: np.ndarray  # [B, T] bool
     lengths: np.ndarray  # [B] int64
     truncated: np.ndarray  # [B] bool
+    durations: np.ndarray  # [B, L] int64 frames per token
 
 
 class BlockVoice:
@@ -75,10 +77,11 @@ class BlockVoice:
 
     def plan(self, ids: Sequence[Sequence[int]], controls: Controls) -> Plan:
         tokens, lengths = pad_ids(ids)
-        frames, frame_mask, mel_lengths, truncated = self._run("front", dict(
+        frames, frame_mask, mel_lengths, truncated, durations = self._run("front", dict(
             tokens=tokens, token_lengths=lengths, speed=np.array(controls.speed, np.float32),
             pitch_shift=np.array(controls.pitch_shift, np.float32)))
-        return Plan(frames, frame_mask.astype(bool), mel_lengths.astype(np.int64), truncated.astype(bool))
+        return Plan(frames, frame_mask.astype(bool), mel_lengths.astype(np.int64), truncated.astype(bool),
+                    durations.astype(np.int64))
 
     def initial_state(self, batch: int) -> dict[str, np.ndarray]:
         """Zeros before frame 0 (BlockStep.initial_state): no cached frames, zero conv contexts and go frames."""
@@ -115,7 +118,7 @@ class BlockVoice:
         coarse = np.concatenate([m for _, _, m in decoded], axis=2)
         offsets = np.array([item_noise_seed(controls.seed, i) for i in indices], np.int64)
         mels = self.refine(coarse, cond, plan.frame_mask, offsets, 0, controls)
-        return MelBatch(mels, plan.lengths, plan.truncated, None, controls.refine_steps)
+        return MelBatch(mels, plan.lengths, plan.truncated, None, controls.refine_steps, plan.durations)
 
     def stream_part(self, ids: Sequence[int], index: int, controls: Controls,
                     vocoder: "VocoderStream") -> Iterator[StreamPiece] | None:
@@ -129,7 +132,8 @@ class BlockVoice:
 
     def _stream(self, plan: Plan, index: int, controls: Controls, vocoder: "VocoderStream",
                 prepare_s: float) -> Iterator[StreamPiece]:
-        return timed_pieces(self.stream_mels(plan, index, controls), vocoder.push, vocoder.finish, prepare_s)
+        return timed_pieces(self.stream_mels(plan, index, controls), vocoder.push, vocoder.finish, prepare_s,
+                            plan.durations[0])
 
     def stream_mels(self, plan: Plan, index: int, controls: Controls) -> Iterator[np.ndarray]:
         """FastSpeech2.stream_mels of one part (plan of batch 1, item `index`): the final raw log-mel [1, M, n]
@@ -162,14 +166,14 @@ class VocoderStream:
     def __init__(self, session: Any, run_options: Any, synthesis: Synthesis, window: np.ndarray,
                  receptive_frames: int) -> None:
         self.session, self.run_options = session, run_options
-        self.syn, self.window, self.reach = synthesis, window, receptive_frames
-        self.mel: np.ndarray | None = None  # [1, M, n] frames [mel_start, received)
-        self.mel_start = self.received = self.done = 0
+        self.syn, self.window = synthesis, window
+        self.frames = StreamWindow(receptive_frames, synthesis.context_frames)
+        self.mel: np.ndarray | None = None  # [1, M, n] frames [frames.mel_start, frames.received)
         self.phase = np.zeros(1)  # [1] float64 oscillator phase at sample done * hop - margin
 
     def push(self, mel: np.ndarray) -> np.ndarray:
         self.mel = mel if self.mel is None else np.concatenate([self.mel, mel], axis=2)
-        self.received += mel.shape[2]
+        self.frames.received += mel.shape[2]
         return self._emit(final=False)
 
     def finish(self) -> np.ndarray:
@@ -177,24 +181,18 @@ class VocoderStream:
 
     def _emit(self, final: bool) -> np.ndarray:
         """-> [n] float32 samples of the frames that became final, clipped to [-1, 1]."""
-        hop, ctx = self.syn.hop_length, self.syn.context_frames
-        # network outputs are exact for frames >= mel_start + reach (or from 0) and < received - reach (or all)
-        valid_end = self.received if final else self.received - self.reach
-        target = self.received if final else valid_end - ctx  # frames whose audio is determined
-        if target <= self.done:
+        w, hop = self.frames, self.syn.hop_length
+        step = w.step(final)
+        if step is None:
             return np.zeros(0, np.float32)
-        need_from = max(0, self.done - ctx)
         params = self.session.run(None, {"mel": np.ascontiguousarray(self.mel)}, self.run_options)
-        a, z = need_from - self.mel_start, valid_end - self.mel_start
+        a, z = step.need_from - w.mel_start, step.valid_end - w.mel_start
         f0, voiced, harmonic, noise = (p[:, a:z] for p in params)  # [1, F(, L)] frames [need_from, valid_end)
-        s0, s1 = self.done * hop, target * hop
-        wave, phase = render(RenderInput(f0, voiced, harmonic, noise, need_from), s0, s1, self.phase,
-                             self.received if final else None, self.syn, self.window,
+        s0, s1 = w.done * hop, step.target * hop
+        wave, phase = render(RenderInput(f0, voiced, harmonic, noise, step.need_from), s0, s1, self.phase,
+                             w.received if final else None, self.syn, self.window,
                              phase_at=None if final else s1 - self.syn.margin)
-        self.done = target
         if phase is not None:
             self.phase = phase
-        keep_from = max(self.mel_start, self.done - ctx - self.reach)  # the mel the next call needs
-        self.mel = self.mel[:, :, keep_from - self.mel_start :]
-        self.mel_start = keep_from
+        self.mel = self.mel[:, :, w.advance(step):]
         return np.clip(wave[0], -1.0, 1.0).astype(np.float32)

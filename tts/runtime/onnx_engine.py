@@ -29,9 +29,11 @@ from tts.vocoder.render import RenderInput, Synthesis, hann_window, render
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
 MANIFEST = "manifest.json"  # the export's layout, defined here (torch-free) and imported by tts.export
-# v3: voices (parallel and block-wise) beside one vocoder; v2 held the default voice's two graphs only
-FORMAT = "tts-onnx-v3"
+# v4: the acoustic and front graphs also give each token's frames (word timestamps); v3: voices (parallel and
+# block-wise) beside one vocoder; v2 held the default voice's two graphs only
+FORMAT = "tts-onnx-v4"
 ACOUSTIC_INPUTS = ("tokens", "token_lengths", "speed", "pitch_shift", "temperature", "refine_steps", "noise_offsets")
+ACOUSTIC_OUTPUTS = ("mels", "mel_lengths", "truncated", "durations")
 
 
 class OnnxExportError(CheckpointError):
@@ -191,6 +193,7 @@ class OnnxEngine:
                                       f"--out {self.onnx_dir}`") from None
         self.frontend = TextFrontend.from_dict(spec["frontend"])
         self.sample_rate = int(manifest["mel_config"]["sample_rate"])
+        self.hop_length = int(manifest["mel_config"]["hop_length"])
         block = spec["decoding"] == "block"
         self.blocks = BlockVoice(self.sessions, spec["block"], self.run_options) if block else None
         self.capabilities = Capabilities(controls=frozenset(
@@ -209,6 +212,12 @@ class OnnxEngine:
     def encode(self, text: str) -> list[int]:
         return self.frontend.encode(text)
 
+    def encode_words(self, text: str):
+        return self.frontend.encode_words(text)
+
+    def decode(self, ids: Sequence[int]) -> list[str]:
+        return self.frontend.decode(list(ids))
+
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
              forced_frames: Sequence[int] | None = None) -> MelBatch:
         """One run of the acoustic graph (FastSpeech2.infer's maths, exported); a block-wise voice's blocks."""
@@ -224,8 +233,9 @@ class OnnxEngine:
                       temperature=np.array(controls.temperature, np.float32),
                       refine_steps=np.array(controls.refine_steps, np.int64),
                       noise_offsets=np.array([item_noise_seed(controls.seed, i) for i in indices], np.int64))
-        mels, mel_lengths, truncated = self.sessions["acoustic"].run(None, inputs, self.run_options)
-        return MelBatch(mels, mel_lengths.astype(np.int64), truncated.astype(bool), None, controls.refine_steps)
+        mels, mel_lengths, truncated, durations = self.sessions["acoustic"].run(None, inputs, self.run_options)
+        return MelBatch(mels, mel_lengths.astype(np.int64), truncated.astype(bool), None, controls.refine_steps,
+                        durations.astype(np.int64))
 
     def vocode(self, batch: MelBatch) -> list[np.ndarray]:
         """Each item over its own length, alone (as the torch Vocoder.forward): -> [frames * hop] float32."""

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from tts import checkpoint
+from tts.durations import attention_durations
 from tts.errors import CheckpointError
 from tts.noise import item_noise_seed
 from tts.runtime.controls import Controls
@@ -53,6 +54,7 @@ class TorchEngine:
         self.vocoder = vocoder
         self.mel_config = acoustic.mel_config
         self.sample_rate = acoustic.mel_config.sample_rate
+        self.hop_length = acoustic.mel_config.hop_length
         self.device = device
         spec = self.model.inference_spec()  # what the model declares it takes, and its own defaults
         self.capabilities = Capabilities(
@@ -67,6 +69,12 @@ class TorchEngine:
 
     def encode(self, text: str) -> list[int]:
         return self.frontend.encode(text)
+
+    def encode_words(self, text: str):
+        return self.frontend.encode_words(text)
+
+    def decode(self, ids: Sequence[int]) -> list[str]:
+        return self.frontend.decode(list(ids))
 
     @torch.inference_mode()
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
@@ -101,9 +109,15 @@ class TorchEngine:
                                    noise_seeds=[item_noise_seed(controls.seed, i) for i in indices])
         self._sync()
         truncated = getattr(out, "truncated", None)
-        return MelBatch(out.mels, out.mel_lengths.cpu().numpy().astype(np.int64),
+        mel_lengths = out.mel_lengths.cpu().numpy().astype(np.int64)
+        if self.capabilities.autoregressive:
+            durations = attention_durations(out.alignments.float().cpu().numpy(), mel_lengths,
+                                            lengths.cpu().numpy(), self.model.r)
+        else:
+            durations = out.durations.cpu().numpy().astype(np.int64)
+        return MelBatch(out.mels, mel_lengths,
                         np.zeros(len(ids), bool) if truncated is None else truncated.cpu().numpy(),
-                        getattr(out, "failures", None), getattr(out, "refine_steps_taken", None))
+                        getattr(out, "failures", None), getattr(out, "refine_steps_taken", None), durations)
 
     @torch.inference_mode()
     def vocode(self, batch: MelBatch) -> list[np.ndarray]:
@@ -153,7 +167,7 @@ class TorchEngine:
             with torch.inference_mode():
                 return audio(voc.finish())
 
-        return timed_pieces(chunks(), push, finish, prepare_s)
+        return timed_pieces(chunks(), push, finish, prepare_s, plan.durations[0].cpu().numpy().astype(np.int64))
 
     def _sync(self) -> None:
         """Wait for queued CUDA work, so that a wall-clock reading covers the stage it follows."""

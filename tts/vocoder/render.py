@@ -146,6 +146,45 @@ class Synthesis:
                 "window": self.window, "cutoff_hz": self.cutoff_hz, "seed": self.seed}
 
 
+@dataclass(frozen=True)
+class StreamStep:
+    """One emission of a streamed vocoder: run the network over the held mel, render frames [done, target)
+    from parameters of frames [need_from, valid_end)."""
+
+    need_from: int
+    valid_end: int
+    target: int
+
+
+class StreamWindow:
+    """The frame bookkeeping of a streamed source-filter vocoder, written once for both engines (the torch
+    SourceFilterStream and the ONNX engine's VocoderStream; each holds its own mel array and renders).
+
+    The network's outputs are exact for frames at least `reach` (its receptive field, one side) from a cut edge
+    of the mel it is run over; the render of frames [done, target) needs parameters `context` (Synthesis.
+    context_frames) frames either side.  The stream holds mel frames [mel_start, received)."""
+
+    def __init__(self, reach: int, context: int) -> None:
+        self.reach, self.context = reach, context
+        self.mel_start = self.received = self.done = 0
+
+    def step(self, final: bool) -> StreamStep | None:
+        """What to run and render now (None: no frame became final)."""
+        valid_end = self.received if final else self.received - self.reach
+        target = self.received if final else valid_end - self.context  # frames whose audio is determined
+        if target <= self.done:
+            return None
+        return StreamStep(max(0, self.done - self.context), valid_end, target)
+
+    def advance(self, step: StreamStep) -> int:
+        """Frames [done, step.target) rendered -> how many mel frames to drop from the front of the held mel (only
+        what the next step needs is kept: from done - context - reach on)."""
+        self.done = step.target
+        keep_from = max(self.mel_start, self.done - self.context - self.reach)
+        drop, self.mel_start = keep_from - self.mel_start, keep_from
+        return drop
+
+
 def hann_window(n: int) -> np.ndarray:
     """== torch.hann_window(n) (periodic), float32."""
     return (0.5 - 0.5 * np.cos(TWO_PI * np.arange(n) / n)).astype(np.float32)

@@ -30,6 +30,7 @@ from torch import nn
 from tts.audio import MelConfig
 from tts.vocoder.base import Vocoder
 from tts.vocoder.dsp import F0Bins, RenderInput, Synthesis, render
+from tts.vocoder.render import StreamWindow
 
 
 @dataclass
@@ -197,10 +198,8 @@ class SourceFilterStream:
 
     def __init__(self, vocoder: SourceFilterVocoder) -> None:
         self.vocoder = vocoder
-        self.mel: torch.Tensor | None = None  # [B, M, n] frames [mel_start, received)
-        self.mel_start = 0
-        self.received = 0
-        self.done = 0  # frames whose audio has been returned
+        self.frames = StreamWindow(vocoder.receptive_frames, vocoder.synthesis.context_frames)
+        self.mel: torch.Tensor | None = None  # [B, M, n] frames [frames.mel_start, frames.received)
         self.phase: torch.Tensor | None = None  # [B] float64 at sample done * hop - margin
         self.finished = False
 
@@ -212,7 +211,7 @@ class SourceFilterStream:
         if mel.dim() != 3 or mel.shape[1] != v.mel_config.n_mels:
             raise ValueError(f"expected mel [B, {v.mel_config.n_mels}, n], got {tuple(mel.shape)}")
         self.mel = mel.float() if self.mel is None else torch.cat([self.mel, mel.float()], dim=-1)
-        self.received += mel.shape[-1]
+        self.frames.received += mel.shape[-1]
         if self.phase is None:
             self.phase = v._start_phase(mel.shape[0], mel.device)
         return self._emit(final=False)
@@ -227,28 +226,17 @@ class SourceFilterStream:
         return self._emit(final=True)
 
     def _emit(self, final: bool) -> torch.Tensor:
-        v, hop = self.vocoder, self.vocoder.mel_config.hop_length
-        r, ctx = v.receptive_frames, v.synthesis.context_frames
+        v, w, hop = self.vocoder, self.frames, self.vocoder.mel_config.hop_length
         assert self.mel is not None and self.phase is not None
-        b = self.mel.shape[0]
-        # Network outputs are exact for frames >= mel_start + r (or from 0) and < received - r (or all).
-        valid_end = self.received if final else self.received - r
-        target = self.received if final else valid_end - ctx  # frames whose audio is determined
-        if target <= self.done:
-            return self.mel.new_zeros(b, 0)
-        need_from = max(0, self.done - ctx)
-        params = v.frame_params(self.mel, first_frame=self.mel_start)
-        params = params.crop(need_from, valid_end)
+        step = w.step(final)
+        if step is None:
+            return self.mel.new_zeros(self.mel.shape[0], 0)
+        params = v.frame_params(self.mel, first_frame=w.mel_start).crop(step.need_from, step.valid_end)
         f0, voiced = v.decode(params)
-        s0, s1 = self.done * hop, target * hop
-        next_e0 = s1 - v.synthesis.margin
-        wave, phase = v._render(params, f0, voiced, s0, s1, self.phase, self.received if final else None,
-                                phase_at=None if final else next_e0)
-        self.done = target
+        s0, s1 = w.done * hop, step.target * hop
+        wave, phase = v._render(params, f0, voiced, s0, s1, self.phase, w.received if final else None,
+                                phase_at=None if final else s1 - v.synthesis.margin)
         if phase is not None:
             self.phase = phase
-        # Keep only the mel the next call needs: from (done - ctx) - r on.
-        keep_from = max(self.mel_start, self.done - ctx - r)
-        self.mel = self.mel[..., keep_from - self.mel_start :]
-        self.mel_start = keep_from
+        self.mel = self.mel[..., w.advance(step):]
         return wave.clamp(-1, 1)
