@@ -60,3 +60,14 @@ class UnknownSymbolError(TextError):
             f"{len(unknown)} unknown symbol(s) not in the symbol table: {listed}"
         )
         self.unknown = list(unknown)
+
+
+class PronunciationError(TextError):
+    """A pronunciation given by the user (inline `[[...]]` phonemes, a user lexicon entry, an SSML `<phoneme>`)
+    that cannot be spoken: symbols that are not phones of the model's table, IPA with no ARPAbet mapping, a
+    malformed lexicon line.  Its own type, so that a caller can tell "your pronunciation is wrong" from "your
+    text is wrong"; `unknown` holds the offending symbols (empty for a malformed line)."""
+
+    def __init__(self, message: str, unknown: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.unknown = list(unknown)

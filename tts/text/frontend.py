@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import ChainMap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from tts.text.errors import EmptyTextError, TextError, TextTooLongError, UnspeakableTextError
+from tts.text.errors import EmptyTextError, PronunciationError, TextError, TextTooLongError, UnspeakableTextError
 from tts.text.g2p import G2P, cmudict_version
+from tts.text.lexicon import Lexicon, check_phones, parse_pronunciation
 from tts.text.normalizer import normalize
 from tts.text.sentences import split_sentences
 from tts.text.symbols import SymbolTable
@@ -55,8 +59,52 @@ def stored_espeak_voice(voice: Any) -> str:
     return voice
 
 
+# Inline phonemes in plain text: "[[HH AH0 L OW1]]" (ARPAbet of the symbol table) or "[[/həˈloʊ/]]" (IPA).  Single
+# square brackets keep their meaning (the normaliser reads them as a comma's pause).
+INLINE_PHONEMES_RE = re.compile(r"\[\[([^\[\]]*)\]\]")
+# The word an inline pronunciation stands as while the text is normalised: letters only, so that no normaliser
+# pass (numbers, units, spelled capitals) reads it, unlike any English word, and capitalised like the name it
+# most often is ("Dr. [[...]]" is "doctor", "[[...]] St." "street"); the G2P then finds its phones in the
+# lexicon the frontend passes it (looked up lowercased).  k-th span: the prefix + k in letters.
+_PLACEHOLDER_PREFIX = "Qqxinlinephonemes"
+
+
+@dataclass(frozen=True)
+class WordSpan:
+    """One spoken word of an encoded text: its text as spoken (the normalised form, "three" of "3"; an inline
+    pronunciation's bracket content, "HH AH0 L OW1") and the range [start, end) of its phones' ids."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class EncodedText:
+    """`TextFrontend.encode_words`: the ids `encode` gives, and the words they speak, in order, not overlapping,
+    together covering every phone id (the ids between words are word boundaries and pause marks)."""
+
+    ids: list[int]
+    words: list[WordSpan]
+
+
+def _placeholder(k: int) -> str:
+    letters = ""
+    while True:
+        k, r = divmod(k, 26)
+        letters = chr(ord("a") + r) + letters
+        if k == 0:
+            return _PLACEHOLDER_PREFIX + letters
+
+
 class TextFrontend:
     """Normaliser + G2P + tokenizer.
+
+    Pronunciation control (runtime options, never part of `to_dict`, so checkpoints do not depend on them):
+    inline phonemes `[[HH AH0 L OW1]]` / `[[/həˈloʊ/]]` in the text are spoken exactly as written, as one word,
+    untouched by the normaliser; a user lexicon (`tts.text.lexicon.Lexicon`, the `lexicon` argument of
+    `phonemize`/`encode`/`encode_words`) gives words phones before CMUdict and espeak-ng.  Phones that are not in
+    the symbol table are a `PronunciationError` naming them.
 
     Characters that cannot be spoken (emoji, CJK, control characters) are dropped with a logged
     warning, after accents are transliterated (é -> e); see `tts.text.cleaning`.
@@ -73,6 +121,7 @@ class TextFrontend:
         EmptyTextError: empty or whitespace-only text.
         UnspeakableTextError: nothing speakable after normalisation ("???", only emoji).
         TextTooLongError: more than `max_symbols` symbols.
+        PronunciationError: inline phonemes or lexicon phones that are not phones of the symbol table.
     """
 
     def __init__(
@@ -96,20 +145,64 @@ class TextFrontend:
     def normalize(self, text: str) -> str:
         return normalize(text)
 
-    def phonemize(self, text: str) -> list[str]:
+    def phonemize(self, text: str, lexicon: Lexicon | None = None) -> list[str]:
         """Symbols for `text`: ARPAbet phones with stress, " " word boundaries, pause marks."""
+        return self._analyse(text, lexicon)[0]
+
+    def encode(self, text: str, lexicon: Lexicon | None = None) -> list[int]:
+        """Symbol ids for `text` (see `phonemize` for the errors)."""
+        return self.tokenizer.encode(self.phonemize(text, lexicon))
+
+    def encode_words(self, text: str, lexicon: Lexicon | None = None) -> EncodedText:
+        """`encode`'s ids with the id range of each spoken word (for word timestamps: a word's time is the sum of
+        its ids' durations)."""
+        phonemes, spans = self._analyse(text, lexicon)
+        return EncodedText(self.tokenizer.encode(phonemes), [WordSpan(w, start, end) for w, start, end in spans])
+
+    def _analyse(self, text: str, lexicon: Lexicon | None) -> tuple[list[str], list[tuple[str, int, int]]]:
+        """(symbols, words (text as spoken, start, end)) of `text`, with its errors (see the class)."""
         if not text or not text.strip():
             raise EmptyTextError()
-        phonemes = self.g2p.phonemize(self.normalize(text))
+        protected, inline = self._protect_inline(text)
+        overrides: Mapping[str, Sequence[str]] | None = None
+        if inline or lexicon is not None:
+            overrides = ChainMap({k: phones for k, (_, phones) in inline.items()}, lexicon if lexicon is not None else {})
+        phonemes, spans = self.g2p.phonemize_words(self.normalize(protected), overrides)
+        if inline:
+            spans = [(w.lower() if w.lower() in inline else w, start, end) for w, start, end in spans]
+            found = [w for w, _, _ in spans if w in inline]
+            if found != list(inline):  # the normaliser changed a placeholder: never expected
+                raise TextError(f"inline phonemes of {text[:80]!r} were lost in normalisation")
+            spans = [(inline[w][0] if w in inline else w, start, end) for w, start, end in spans]
+        if overrides is not None:
+            check_phones((p for _, start, end in spans for p in phonemes[start:end]), self.symbols,
+                         f"lexicon {lexicon.source}" if lexicon is not None else "inline phonemes")
         if not any(self.symbols.is_phone(p) for p in phonemes):
             raise UnspeakableTextError(text)
         if self.max_symbols is not None and len(phonemes) > self.max_symbols:
             raise TextTooLongError(len(phonemes), self.max_symbols, len(split_sentences(text)))
-        return phonemes
+        return phonemes, spans
 
-    def encode(self, text: str) -> list[int]:
-        """Symbol ids for `text` (see `phonemize` for the errors)."""
-        return self.tokenizer.encode(self.phonemize(text))
+    def _protect_inline(self, text: str) -> tuple[str, dict[str, tuple[str, tuple[str, ...]]]]:
+        """`text` with each inline pronunciation `[[...]]` replaced by a placeholder word (spaces around it: it
+        is one word), and placeholder -> (the bracket content, its phones, checked against the symbol table)."""
+        if "[[" not in text:
+            return text, {}
+        inline: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+        def protect(m: re.Match[str]) -> str:
+            content = m.group(1).strip()
+            where = f"inline phonemes [[{content}]]"
+            try:
+                phones = parse_pronunciation(content)
+            except PronunciationError as e:
+                raise PronunciationError(f"{where}: {e}", e.unknown) from None
+            check_phones(phones, self.symbols, where)
+            key = _placeholder(len(inline))
+            inline[key.lower()] = (content, phones)
+            return f" {key} "
+
+        return INLINE_PHONEMES_RE.sub(protect, text), inline
 
     def decode(self, ids: list[int]) -> list[str]:
         return self.tokenizer.decode(ids)

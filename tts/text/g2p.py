@@ -4,6 +4,8 @@ Output is a flat list of symbols: ARPAbet phones with stress digits ("AH0", "EY1
 boundary " " between words, and the pause marks , . ? ! ; : - where the text has them.
 
 Lookup order for each word:
+0. a user lexicon, when one is given (`tts.text.lexicon.Lexicon`; the frontend's inline `[[...]]` phonemes
+   come this way too), before anything else, spelled letter runs included;
 1. CMUdict (first pronunciation), lowercased; apostrophe forms ("don't", "it's") are entries;
 2. an all-caps word of 2+ letters that CMUdict lacks is an acronym and is spelled ("FBI");
    so is a run of 2+ single-letter words ("a m", "U S A": the normaliser writes initialisms
@@ -203,24 +205,38 @@ class G2P:
         self._espeak_unavailable: str | None = None
 
     # -- public API --------------------------------------------------------------------
-    def phonemize(self, text: str) -> list[str]:
-        """Symbols of normalised text: phones, " " between words, pause marks kept."""
+    def phonemize(self, text: str, lexicon: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+        """Symbols of normalised text: phones, " " between words, pause marks kept.
+
+        `lexicon`: lowercased word -> phones consulted before everything else (a user lexicon,
+        `tts.text.lexicon.Lexicon`, and the frontend's inline-phoneme words); None: none."""
+        return self.phonemize_words(text, lexicon)[0]
+
+    def phonemize_words(
+        self, text: str, lexicon: Mapping[str, Sequence[str]] | None = None
+    ) -> tuple[list[str], list[tuple[str, int, int]]]:
+        """`phonemize`'s symbols, and each word's (text, start, end): the range [start, end) of its phones in
+        the symbols, in order (word timestamps sum the frames of these ranges).  A word without phones is left
+        out; boundaries and pause marks lie between the ranges, never inside one."""
         tokens = self._tokenize(text)
         spelled = self._spelled_letter_runs(tokens)
         words = [t for i, (kind, t) in enumerate(tokens) if kind == "word" and i not in spelled]
-        pronunciations = dict(zip(words, self.pronounce(words), strict=True))
+        pronunciations = dict(zip(words, self.pronounce(words, lexicon), strict=True))
 
         out: list[str] = []
+        spans: list[tuple[str, int, int]] = []
         pending_boundary = False
         for i, (kind, tok) in enumerate(tokens):
             if kind == "space":
                 pending_boundary = True
             elif kind == "word":
-                phones = spell(tok) if i in spelled else pronunciations[tok]
+                override = _override(tok, lexicon) if i in spelled else None
+                phones = override if override is not None else spell(tok) if i in spelled else pronunciations[tok]
                 if not phones:
                     continue
                 if pending_boundary and out:
                     out.append(WORD_BOUNDARY)
+                spans.append((tok, len(out), len(out) + len(phones)))
                 out.extend(phones)
                 pending_boundary = False
             else:  # a pause mark attaches to what precedes it; no boundary before it
@@ -228,11 +244,13 @@ class G2P:
                     out.pop()
                 out.append(tok)
                 pending_boundary = False
-        return out
+        return out, spans
 
-    def pronounce(self, words: Sequence[str]) -> list[list[str]]:
-        """Phones of each word (no boundaries); OOV words of the call share one espeak run."""
-        known = [self._lexicon_pronunciation(w) for w in words]
+    def pronounce(self, words: Sequence[str], lexicon: Mapping[str, Sequence[str]] | None = None) -> list[list[str]]:
+        """Phones of each word (no boundaries); OOV words of the call share one espeak run.  A word of
+        `lexicon` (see `phonemize`) takes its phones from there, before CMUdict and espeak."""
+        overrides = [_override(w, lexicon) for w in words]
+        known = [o if o is not None else self._lexicon_pronunciation(w) for w, o in zip(words, overrides, strict=True)]
         oov = list(dict.fromkeys(_oov_key(w) for w, p in zip(words, known, strict=True) if p is None))
         cached = {w: self._oov_cache[w] for w in oov if w in self._oov_cache}
         for w in cached:
@@ -366,6 +384,21 @@ class G2P:
             # each word shortened: a line of text without spaces is one "word" up to a thousand letters long
             ", ".join(w if len(w) <= 40 else w[:37] + "..." for w in list(words)[:10]) + (" ..." if len(words) > 10 else ""),
         )
+
+
+def _override(word: str, lexicon: Mapping[str, Sequence[str]] | None) -> Pronunciation | None:
+    """The phones `lexicon` gives `word` (lowercased, with or without outer apostrophes; a possessive "'s" of a
+    lexicon word takes the suffix `_possessive_suffix` chooses), or None."""
+    if not lexicon:
+        return None
+    for candidate in (word.lower(), word.strip("'").lower()):
+        if candidate in lexicon:
+            return tuple(lexicon[candidate])
+    bare = word.strip("'").lower()
+    if bare.endswith("'s") and bare[:-2] in lexicon and lexicon[bare[:-2]]:
+        base = tuple(lexicon[bare[:-2]])
+        return base + _possessive_suffix(base[-1])
+    return None
 
 
 def _oov_key(word: str) -> str:
