@@ -15,6 +15,8 @@ layer (tts/serve/connections.py) drops it after its send timeout.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -33,13 +35,19 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tts.api import Voice
 from tts.runtime.controls import RANGES
 from tts.serve.batcher import Batcher, BatcherBusy, Job
-from tts.serve.formats import FORMATS, MEDIA_TYPES, Encoder, to_int16
+from tts.serve.formats import ALL_FORMATS, DEFAULT_FORMAT, FORMATS, MEDIA_TYPES, encoder, to_int16
 from tts.serve.page import page_html
 from tts.text.errors import TextError
 from tts.web_limits import BodyLimit, HostCheck, PrefixLimiter
 
-MODEL_ALIASES = ("tts-1", "tts-1-hd")  # OpenAI's model names, accepted for client compatibility
+# OpenAI's model names (openai.types.audio.SpeechModel), accepted for client compatibility: the request's voice
+# picks the model that speaks
+MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15")
 DEFAULT_VOICE = "default"  # the request's voice that means the server's first (default) voice
+# OpenAI's built-in voice names: each speaks with the server's default voice (unless a served voice has the name)
+OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse",
+                 "marin", "cedar")
+STREAM_FORMATS = ("audio", "sse")  # the response's bytes as they are, or OpenAI's server-sent events
 # OpenAI's range, cut to the controls' own (tts.runtime.controls.RANGES: above 2 a short text is inaudible)
 SPEED_RANGE = (max(0.25, RANGES["speed"][0]), min(4.0, RANGES["speed"][1]))
 SECURITY_HEADERS = {
@@ -75,16 +83,35 @@ class ServeLimits:
                 raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
 
 
+class VoiceId(BaseModel):
+    """OpenAI's custom-voice reference {"id": ...}: here the id is a voice name as a plain `voice` is."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(max_length=128)
+
+
 class SpeechIn(BaseModel):
-    """POST /v1/audio/speech: OpenAI's request.  response_format defaults to wav (OpenAI's mp3 is not made
-    here); `instructions` and `stream_format` are not supported and refused like any unknown field."""
+    """POST /v1/audio/speech: OpenAI's request.  response_format defaults to mp3 as OpenAI's (the official
+    client leaves it out); `instructions` is not supported (no model here follows instructions) and is
+    refused like any unknown field."""
 
     model_config = ConfigDict(extra="forbid")
     model: str = Field(max_length=128)
     input: str
-    voice: str = Field(max_length=128)
-    response_format: str = Field(default="wav", max_length=16)
+    voice: str | VoiceId = Field(union_mode="left_to_right")
+    response_format: str = Field(default=DEFAULT_FORMAT, max_length=16)
     speed: float = Field(default=1.0, allow_inf_nan=False)
+    stream_format: str = Field(default="audio", max_length=16)
+
+    @property
+    def voice_name(self) -> str:
+        return self.voice if isinstance(self.voice, str) else self.voice.id
+
+
+def sse_event(kind: str, **fields: Any) -> bytes:
+    """One server-sent event of stream_format "sse": `data: {"type": kind, **fields}` and a blank line (OpenAI's
+    speech.audio.delta {audio: base64} and speech.audio.done {usage})."""
+    return b"data: " + json.dumps({"type": kind, **fields}, separators=(",", ":")).encode() + b"\n\n"
 
 
 class StreamAborted(RuntimeError):
@@ -180,6 +207,10 @@ def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits()
         raise ValueError(f"the voices speak at different sample rates {sorted(rates)}; serve them apart")
     sample_rate = rates.pop()
     model_ids = {name: s.voice.name for name, s in speakers.items()}
+    # what a request may name: the one place these are decided (check(), /v1/models and the voice lists read them)
+    accepted_models = list(dict.fromkeys([*model_ids.values(), *MODEL_ALIASES]))
+    voice_names = {**{name: name for name in speakers}, DEFAULT_VOICE: default_name,
+                   **{alias: default_name for alias in OPENAI_VOICES if alias not in speakers}}
     started = int(time.time())
 
 
@@ -226,13 +257,18 @@ def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits()
 
     @app.get("/v1/models")
     async def models():
+        # a served voice's own model names its voice; OpenAI's names speak with the requested voice's model
+        voice_of = {model_id: name for name, model_id in reversed(model_ids.items())}
         return {"object": "list", "data": [{"id": model_id, "object": "model", "created": started, "owned_by": "tts",
-                                            "voice": name} for name, model_id in model_ids.items()]}
+                                            "voice": voice_of.get(model_id)} for model_id in accepted_models]}
 
     @app.get("/v1/voices")
+    @app.get("/v1/audio/voices")
     async def voices():
+        # data: the served voices; aliases: every other accepted name (OpenAI's voices, "default") -> its voice
         return {"object": "list", "default": default_name,
-                "data": [{"id": name, "object": "voice", "model": model_ids[name]} for name in speakers]}
+                "data": [{"id": name, "object": "voice", "model": model_ids[name]} for name in speakers],
+                "aliases": {alias: name for alias, name in voice_names.items() if alias not in speakers}}
 
     @app.get("/", response_class=HTMLResponse)
     async def index():
@@ -245,23 +281,28 @@ def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits()
 
     def check(req: SpeechIn) -> Speaker:
         """The request's speaker, once every field is checked."""
-        if req.model not in model_ids.values() and req.model not in MODEL_ALIASES:
-            raise ApiError(400, f"unknown model {req.model!r}; this server has {[*model_ids.values(), *MODEL_ALIASES]}",
-                           "model", "model_not_found")
-        name = default_name if req.voice == DEFAULT_VOICE else req.voice
-        if name not in speakers:
-            raise ApiError(400, f"unknown voice {req.voice!r}; this server has {[*speakers, DEFAULT_VOICE]}", "voice")
+        if req.model not in accepted_models:
+            raise ApiError(400, f"unknown model {req.model!r}; this server has {accepted_models}", "model",
+                           "model_not_found")
+        if req.voice_name not in voice_names:
+            raise ApiError(400, f"unknown voice {req.voice_name!r}; this server has {list(voice_names)}", "voice")
         if req.response_format not in FORMATS:
-            raise ApiError(400, f"response_format {req.response_format!r} is not supported; use one of "
+            missing = " (aac needs PyAV: pip install av)" if req.response_format in ALL_FORMATS else ""
+            raise ApiError(400, f"response_format {req.response_format!r} is not supported{missing}; use one of "
                                 f"{list(FORMATS)}", "response_format")
+        if req.stream_format not in STREAM_FORMATS:
+            raise ApiError(400, f"stream_format must be one of {list(STREAM_FORMATS)}, got {req.stream_format!r}",
+                           "stream_format")
         if not SPEED_RANGE[0] <= req.speed <= SPEED_RANGE[1]:
-            raise ApiError(400, f"speed must be in [{SPEED_RANGE[0]}, {SPEED_RANGE[1]}], got {req.speed}", "speed")
+            raise ApiError(400, f"speed must be in [{SPEED_RANGE[0]}, {SPEED_RANGE[1]}], got {req.speed} (OpenAI "
+                                f"allows up to 4; above {SPEED_RANGE[1]} this model's speech falls to near-silence)",
+                           "speed")
         if not req.input.strip():
             raise ApiError(400, "input is empty", "input")
         if len(req.input) > limits.max_chars:
             raise ApiError(400, f"input is {len(req.input)} characters, over the limit of {limits.max_chars}; "
                                 "send it in several requests", "input", "input_too_long")
-        return speakers[name]
+        return speakers[voice_names[req.voice_name]]
 
     @app.post("/v1/audio/speech")
     async def speech(req: SpeechIn, request: Request):
@@ -322,19 +363,38 @@ def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits()
             batcher.cancel(job)
             raise ApiError(503 if isinstance(first[1], BatcherBusy) else 500, f"synthesis failed: {first[1]}",
                            code="synthesis_failed")
-        encoder = Encoder(req.response_format, sample_rate)
+        audio = encoder(req.response_format, sample_rate)
+        sse = req.stream_format == "sse"
+        samples = 0
 
-        def chunk(k: int, wave: np.ndarray) -> bytes:
-            """Part k with the pause before it."""
-            return encoder.piece(np.concatenate([to_int16(voice.pipeline.silence(utt.parts[k].pause_s)), wave]))
+        def chunk(k: int, wave: np.ndarray, head: bytes) -> bytes:
+            """Part k with the pause before it, encoded (after `head`, the format's header before part 0)."""
+            nonlocal samples
+            wave = np.concatenate([to_int16(voice.pipeline.silence(utt.parts[k].pause_s)), wave])
+            samples += wave.size
+            return head + audio.piece(wave)
+
+        async def encoded(fn, *args) -> bytes:
+            """The encoder's bytes, as server-sent events for "sse"; a costly encoder runs on a worker thread
+            (the event loop keeps streaming the other responses)."""
+            data = await run_in_threadpool(fn, *args) if audio.costly else fn(*args)
+            if sse and data:
+                return sse_event("speech.audio.delta", audio=base64.b64encode(data).decode("ascii"))
+            return data
+
+        def done() -> bytes:
+            # usage as OpenAI's: input tokens are the symbols the model read, output tokens the samples spoken
+            tokens = sum(len(part.ids) for part in utt.parts)
+            return sse_event("speech.audio.done", usage={"input_tokens": tokens, "output_tokens": samples,
+                                                         "total_tokens": tokens + samples}) if sse else b""
 
         async def body(k: int, item: np.ndarray):
             # an error after the status line is raised: uvicorn then drops the connection without the final
             # chunk, so the client sees an incomplete response rather than a short "complete" one
-            head = encoder.start()
+            head = audio.start()
             try:
                 while True:
-                    data, head = head + chunk(k, item), b""
+                    data, head = await encoded(chunk, k, item, head), b""
                     del item  # the wave is encoded: while the send below waits, only its bytes are held
                     if data:
                         yield data  # returns when the bytes are in the transport (which pauses a non-reader)
@@ -347,13 +407,15 @@ def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits()
                     if k < 0:
                         if item is not None:
                             raise StreamAborted(f"synthesis failed: {item}")
-                        yield encoder.finish()
+                        yield await encoded(audio.finish) + done()
                         return
             finally:
                 batcher.cancel(job)  # the client went away or the stream ended: drop what is left
 
-        headers = {"X-Sample-Rate": str(sample_rate), "Cache-Control": "no-store", "X-Parts": str(len(utt.parts))}
-        return StreamingResponse(body(*first), media_type=MEDIA_TYPES[req.response_format], headers=headers)
+        headers = {"X-Sample-Rate": str(audio.rate), "Cache-Control": "no-store", "X-Parts": str(len(utt.parts)),
+                   "X-Audio-Format": req.response_format}
+        return StreamingResponse(body(*first), media_type="text/event-stream" if sse else MEDIA_TYPES[req.response_format],
+                                 headers=headers)
 
     return app
 
