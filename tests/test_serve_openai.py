@@ -80,7 +80,7 @@ def assert_is_the_reference(fmt: str, data: bytes, reference) -> None:
         delay = MP3_DELAY if fmt == "mp3" else AAC_DELAY
         assert want.size + delay <= got.size <= want.size + delay + 2048
         got = got[delay:delay + want.size]
-    assert snr_db(want, got) > 10, fmt  # measured 17-21 dB on TEXT (see the report in formats.py's tests)
+    assert snr_db(want, got) > 15, fmt  # measured on TEXT: mp3 24.7, opus 22.8, aac 32.2 dB (waveform SNR)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -3,10 +3,13 @@
     python -m tts.serve --host 127.0.0.1 --port 8000
 
 Endpoints
-  POST /v1/audio/speech   {"model", "input", "voice", "response_format": wav|pcm|flac, "speed": 0.25..2}
-                          -> the audio, streamed (chunked) as each sentence is made (tts/serve/formats.py)
-  GET  /v1/models         the served models, one per voice (an id, or OpenAI's "tts-1"/"tts-1-hd", is a model)
-  GET  /v1/voices         the served voices (a request's "voice"; "default" is the first)
+  POST /v1/audio/speech   {"model", "input", "voice", "response_format": mp3|opus|aac|flac|wav|pcm,
+                           "speed": 0.25..2, "stream_format": audio|sse}
+                          -> the audio, streamed (chunked) as each sentence is made (tts/serve/formats.py),
+                             or OpenAI's server-sent events speech.audio.delta / speech.audio.done
+  GET  /v1/models         every accepted model id: the served models, one per voice, and OpenAI's names
+  GET  /v1/audio/voices   the served voices (a request's "voice"; "default" is the first) and the other
+                          accepted names (OpenAI's voices: the default voice); also GET /v1/voices
   GET  /health            status, sample rate, pending requests, batch statistics
   GET  /                  a page to type text and hear it (streaming playback)
 Bad requests get 4xx with {"error": {"message", "type", "param", "code"}}; bodies over the limit 413 (the
