@@ -13,7 +13,7 @@ import pytest
 
 from tts.paths import REPO_ROOT
 from tts.pcm import pcm16
-from tts.serve.formats import Encoder, to_int16, wav_stream_header
+from tts.serve.formats import encoder, to_int16, wav_stream_header
 from tts.synthesize import pcm16 as cli_pcm16
 
 TEXT = "Rounding is the same everywhere. Two sentences, with a pause between them!"
@@ -66,11 +66,11 @@ def test_the_same_text_gives_the_same_pcm_bytes_from_the_server_encoder_and_cli_
     torch.set_num_threads(1)
     voice = tts.load(runtime=runtime, threads=1)
     audio = voice.synthesize(TEXT).samples
-    pcm = Encoder("pcm", voice.sample_rate)
+    pcm = encoder("pcm", voice.sample_rate)
     served = pcm.start() + pcm.piece(audio) + pcm.finish()
     assert len(served) == len(cli) == 2 * audio.size
     assert served == cli
-    wav = Encoder("wav", voice.sample_rate)
+    wav = encoder("wav", voice.sample_rate)
     assert wav.start() + wav.piece(audio) == wav_stream_header(voice.sample_rate) + cli
     old = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2")  # the server's rule before: not these bytes
     speech = np.abs(audio) > 1e-3
