@@ -128,13 +128,13 @@ class Lexicon(Mapping[str, Pronunciation]):
             raise PronunciationError(f"cannot read lexicon {path}: {e.strerror or e}") from None
         entries: dict[str, Pronunciation] = {}
         for number, raw in enumerate(text.splitlines(), start=1):
-            line = raw.split("#", 1)[0].strip()
-            if not line:
+            line = raw.split("#", 1)[0]
+            if not line.strip():
                 continue
             where = f"lexicon {path}:{number}"
             word, tab, spec = line.partition("\t")
             if not tab:
-                raise PronunciationError(f"{where}: expected word<TAB>phonemes, got {raw.strip()!r}")
+                raise PronunciationError(f"{where}: expected word<TAB>phonemes, got {line.strip()!r}")
             try:
                 entries[_key(word.strip(), where)] = parse_pronunciation(spec)
             except PronunciationError as e:
