@@ -198,7 +198,31 @@ def test_refusals_name_what_is_accepted(client, server):
     message = bad_request(client, response_format="ogg")
     assert "'ogg'" in message and all(repr(f) in message for f in FORMATS)
     assert "'sse'" in bad_request(client, stream_format="events")
+    assert "128" in bad_request(client, voice="x" * 200) and "x" * 200 not in bad_request(client, voice={"id": "x" * 200})
     assert "up to 4" in bad_request(client, speed=4.0)
     too_long = "word " * 820  # 4100 characters: over OpenAI's 4096
     assert "4096" in bad_request(client, input=too_long)
     assert set(FORMATS) <= set(ALL_FORMATS)
+
+
+def test_the_streamed_encoders_hand_on_each_piece_in_process():
+    """Without a server: a second of audio gives bytes at once in every streamed format (opus: its 200 ms
+    pages), flac only at the end; a voice name is bounded like a model name."""
+    from tts.serve.formats import _Sink, encoder
+
+    rate = 22050
+    wave = (0.3 * np.sin(2 * np.pi * 220 * np.arange(rate) / rate)).astype(np.float32)
+    for fmt in FORMATS:
+        enc = encoder(fmt, rate)
+        head, first, tail = enc.start(), enc.piece(wave), enc.finish()
+        assert (len(first) > 1000) == (fmt != "flac"), fmt
+        assert (fmt == "flac") == (len(tail) > len(first)), fmt
+        assert (head != b"") == (fmt == "wav")
+    sink = _Sink(drop_first_write=True)
+    sink.write(b"header")
+    sink.write(b"audio")
+    assert sink.take() == b"audio"  # the first write (MP3's Info frame) is not handed on
+    sink.seek(0)
+    sink.write(b"HEADER")  # rewritten at close inside it: ignored
+    with pytest.raises(RuntimeError, match="after they were sent"):
+        sink.write(b"AUDIO")

@@ -21,14 +21,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -83,11 +83,14 @@ class ServeLimits:
                 raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
 
 
+Name = Annotated[str, StringConstraints(max_length=128)]
+
+
 class VoiceId(BaseModel):
     """OpenAI's custom-voice reference {"id": ...}: here the id is a voice name as a plain `voice` is."""
 
     model_config = ConfigDict(extra="forbid")
-    id: str = Field(max_length=128)
+    id: Name
 
 
 class SpeechIn(BaseModel):
@@ -98,7 +101,7 @@ class SpeechIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str = Field(max_length=128)
     input: str
-    voice: str | VoiceId = Field(union_mode="left_to_right")
+    voice: Name | VoiceId = Field(union_mode="left_to_right")
     response_format: str = Field(default=DEFAULT_FORMAT, max_length=16)
     speed: float = Field(default=1.0, allow_inf_nan=False)
     stream_format: str = Field(default="audio", max_length=16)
