@@ -1,7 +1,8 @@
 """python -m tts.serve --host 127.0.0.1 --port 8000 [--voice slt --voice joe] [--runtime auto|torch|onnx] [--max-batch 8]
 
 Speaks with every shipped voice (checkpoints/default.json) unless --voice names some (repeatable), or with one
---model / --checkpoint; a request's `voice` picks one ("default": the first), GET /v1/voices lists them.
+--model / --checkpoint; a request's `voice` picks one ("default" and OpenAI's voice names: the first), GET
+/v1/audio/voices (or /v1/voices) lists them.
 
 Exit codes: 2 a bad setting (one line, before anything loads), 3 the address cannot be listened on (the port
 is taken, the host is not this machine's, no permission; checked before the model loads), 4 a missing,
