@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from xml.parsers import expat
 
@@ -343,40 +344,30 @@ class _Reader:
         return BREAK_STRENGTHS[strength]
 
     def _rate(self, value: str | None, frame: _Frame) -> float:
-        if value is None:
-            return frame.speed
-        v = value.strip().lower()
-        if v in RATE_LABELS:
-            rate = RATE_LABELS[v]
-        elif (m := _PERCENT.fullmatch(v)) is not None:
-            n = float(m.group(2)) / 100.0
-            rate = frame.speed * (1.0 + n if m.group(1) == "+" else 1.0 - n if m.group(1) == "-" else n)
-        elif _NUMBER.fullmatch(v):
-            rate = frame.speed * float(v)
-        else:
-            raise self._error(f"<prosody rate={value!r}>: a label ({', '.join(RATE_LABELS)}), a percentage "
-                              "(\"80%\", \"+10%\") or a multiplier (\"1.2\")", frame)
+        rate = self._prosody("rate", value, RATE_LABELS, frame.speed, _relative_rate, frame,
+                             "a percentage (\"80%\", \"+10%\") or a multiplier (\"1.2\")")
         if not rate > 0:
             raise self._error(f"<prosody rate={value!r}> gives a rate of {rate:g}: it must be above 0", frame)
         return min(max(rate, MIN_SPEED), MAX_SPEED)
 
     def _pitch(self, value: str | None, frame: _Frame) -> float:
-        if value is None:
-            return frame.pitch
-        v = value.strip().lower()
-        if v in PITCH_LABELS:
-            pitch = PITCH_LABELS[v]
-        elif (m := _SEMITONES.fullmatch(v)) is not None:
-            pitch = frame.pitch + (-1.0 if m.group(1) == "-" else 1.0) * float(m.group(2))
-        elif (m := _PERCENT.fullmatch(v)) is not None:
-            factor = 1.0 + (-1.0 if m.group(1) == "-" else 1.0) * float(m.group(2)) / 100.0
-            if factor <= 0:
-                raise self._error(f"<prosody pitch={value!r}> would lower the pitch to nothing", frame)
-            pitch = frame.pitch + 12.0 * math.log2(factor)
-        else:
-            raise self._error(f"<prosody pitch={value!r}>: a label ({', '.join(PITCH_LABELS)}), semitones "
-                              "(\"+2st\", \"-3st\") or a percentage (\"+10%\"); Hz values are not supported", frame)
+        pitch = self._prosody("pitch", value, PITCH_LABELS, frame.pitch, _relative_pitch, frame,
+                              "semitones (\"+2st\", \"-3st\") or a percentage (\"+10%\"); Hz values are not supported")
+        if math.isnan(pitch):
+            raise self._error(f"<prosody pitch={value!r}> would lower the pitch to nothing", frame)
         return min(max(pitch, -MAX_PITCH_SHIFT), MAX_PITCH_SHIFT)
+
+    def _prosody(self, name: str, value: str | None, labels: dict[str, float], inherited: float,
+                 relative: Callable[[str, float], float | None], frame: _Frame, forms: str) -> float:
+        """A <prosody> attribute's value: the enclosing one when absent, a label's (absolute), or `relative`'s
+        reading of the text against the enclosing value (None: not of its forms, an SsmlError listing them)."""
+        if value is None:
+            return inherited
+        v = value.strip().lower()
+        result = labels[v] if v in labels else relative(v, inherited)
+        if result is None:
+            raise self._error(f"<prosody {name}={value!r}>: a label ({', '.join(labels)}), {forms}", frame)
+        return result
 
     def _inline_phonemes(self, attrs: dict[str, str], frame: _Frame) -> str:
         """`[[...]]` text of a <phoneme>; IPA is checked now (its mapping needs no model), ARPAbet when encoded."""
@@ -443,6 +434,25 @@ class _Reader:
         else:
             head = month or (f"the {day}" if day else "")
         return ", ".join(p for p in (head, year) if p) if day else " ".join(p for p in (head, year) if p)
+
+
+def _relative_rate(value: str, inherited: float) -> float | None:
+    """"N%" (N/100 of the enclosing rate), "+N%"/"-N%" (changed by N%), "N" (a multiplier); None otherwise."""
+    if (m := _PERCENT.fullmatch(value)) is not None:
+        n = float(m.group(2)) / 100.0
+        return inherited * (1.0 + n if m.group(1) == "+" else 1.0 - n if m.group(1) == "-" else n)
+    return inherited * float(value) if _NUMBER.fullmatch(value) else None
+
+
+def _relative_pitch(value: str, inherited: float) -> float | None:
+    """"+Nst"/"-Nst" (semitones added), "+N%"/"-N%" (the frequency changed by N%; NaN when that leaves none);
+    None otherwise."""
+    if (m := _SEMITONES.fullmatch(value)) is not None:
+        return inherited + (-1.0 if m.group(1) == "-" else 1.0) * float(m.group(2))
+    if (m := _PERCENT.fullmatch(value)) is not None:
+        factor = 1.0 + (-1.0 if m.group(1) == "-" else 1.0) * float(m.group(2)) / 100.0
+        return inherited + 12.0 * math.log2(factor) if factor > 0 else math.nan
+    return None
 
 
 def _character(c: str) -> str:
