@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tts.text.errors import EmptyTextError, PronunciationError, TextError, UnspeakableTextError
+from tts.text.errors import EmptyTextError, PronunciationError, TextError, UnknownSymbolError, UnspeakableTextError
 from tts.text.frontend import EncodedText, TextFrontend, WordSpan
 from tts.text.lexicon import Lexicon, parse_pronunciation
 from tts.text.symbols import SymbolTable
@@ -150,7 +150,11 @@ def test_lexicon_load(frontend: TextFrontend, tmp_path: Path) -> None:
     lexicon = Lexicon.load(path)
     assert dict(lexicon) == {"tomato": ("T", "AH0", "M", "AA1", "T", "OW2"), "gif": ("G", "IH1", "F")}
     assert lexicon == Lexicon.from_entries({"tomato": "T AH0 M AA1 T OW2", "gif": "G IH1 F"})
-    assert lexicon.source == str(path) and "2 words" in repr(lexicon)
+    assert lexicon.source == str(path) and lexicon.name == f"lexicon {path}" and "2 words" in repr(lexicon)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("kitten\tK IH1 T Q N\n", encoding="utf-8")
+    with pytest.raises(PronunciationError, match=f"^lexicon {bad}: unknown phoneme symbol.s. 'Q'.*'Q' in 'kitten'"):
+        Lexicon.load(bad).check(frontend.symbols)
     assert phones(frontend, "tomato gif", lexicon) == "T AH0 M AA1 T OW2 | G IH1 F"
 
 
@@ -186,7 +190,7 @@ def test_lexicon_check_names_unknown_symbols_and_their_words(frontend: TextFront
     assert caught.value.unknown == ["Q", "DD"]
     assert "'Q' in 'kitten'" in str(caught.value) and "'DD' in 'bad'" in str(caught.value)
     # encoding with it names them too, not as an anonymous unknown-symbol error
-    with pytest.raises(PronunciationError, match="'Q'"):
+    with pytest.raises(PronunciationError, match="^lexicon: unknown phoneme symbol.s. 'Q'"):
         frontend.encode("a kitten", lexicon)
     assert phones(frontend, "hello", lexicon) == "HH AH0 L OW1"  # unused bad entries do not stop other words
 
@@ -217,6 +221,11 @@ def test_a_custom_symbol_table_is_checked(tmp_path: Path) -> None:
     with pytest.raises(PronunciationError, match="'IY1'") as caught:
         frontend.encode("[[B IY1 T]]")
     assert "4 phones" in str(caught.value)
+    # a word the lexicon does not give is the table's own problem, as without a lexicon
+    with pytest.raises(UnknownSymbolError, match="'IY1'") as other:
+        frontend.encode("bee", Lexicon.from_entries({"bat": "B AA1 T"}))
+    assert not isinstance(other.value, PronunciationError)
+    assert frontend.decode(frontend.encode("bat", Lexicon.from_entries({"bat": "B AA1 T"}))) == ["B", "AA1", "T"]
 
 
 # -- word alignment ---------------------------------------------------------------------------------

@@ -168,15 +168,15 @@ class TextFrontend:
         if inline or lexicon is not None:
             overrides = ChainMap({k: phones for k, (_, phones) in inline.items()}, lexicon if lexicon is not None else {})
         phonemes, spans = self.g2p.phonemize_words(self.normalize(protected), overrides)
+        if lexicon is not None:  # its words' phones (inline ones were checked as they were read)
+            check_phones((p for w, start, end in spans if w.lower() in lexicon or w.strip("'").lower() in lexicon
+                          for p in phonemes[start:end]), self.symbols, lexicon.name)
         if inline:
             spans = [(w.lower() if w.lower() in inline else w, start, end) for w, start, end in spans]
             found = [w for w, _, _ in spans if w in inline]
             if found != list(inline):  # the normaliser changed a placeholder: never expected
                 raise TextError(f"inline phonemes of {text[:80]!r} were lost in normalisation")
             spans = [(inline[w][0] if w in inline else w, start, end) for w, start, end in spans]
-        if overrides is not None:
-            check_phones((p for _, start, end in spans for p in phonemes[start:end]), self.symbols,
-                         f"lexicon {lexicon.source}" if lexicon is not None else "inline phonemes")
         if not any(self.symbols.is_phone(p) for p in phonemes):
             raise UnspeakableTextError(text)
         if self.max_symbols is not None and len(phonemes) > self.max_symbols:

@@ -141,6 +141,11 @@ class Lexicon(Mapping[str, Pronunciation]):
                 raise PronunciationError(str(e) if str(e).startswith(where) else f"{where}: {e}", e.unknown) from None
         return cls(entries, str(path))
 
+    @property
+    def name(self) -> str:
+        """How messages name it: "lexicon" or "lexicon <its file>"."""
+        return "lexicon" if self.source == "lexicon" else f"lexicon {self.source}"
+
     def check(self, symbols: SymbolTable) -> None:
         """PronunciationError naming each symbol that is not a phone of `symbols` (a model's table), with the
         first word that uses it."""
@@ -151,7 +156,7 @@ class Lexicon(Mapping[str, Pronunciation]):
                     used.setdefault(p, word)
         if used:
             try:
-                check_phones(used, symbols, f"{self.source}")
+                check_phones(used, symbols, self.name)
             except PronunciationError as e:
                 words = ", ".join(f"{p!r} in {w!r}" for p, w in used.items())
                 raise PronunciationError(f"{e} [{words}]", e.unknown) from None
