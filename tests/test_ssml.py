@@ -42,6 +42,7 @@ def test_is_ssml_only_for_speak_documents() -> None:
     assert is_ssml("  \n<speak version='1.1' xmlns='http://www.w3.org/2001/10/synthesis'>Hi</speak>")
     assert is_ssml('<?xml version="1.0" encoding="UTF-8"?>\n<speak>Hi</speak>')
     assert is_ssml("<speak/>")
+    assert is_ssml("\ufeff<speak>Hi</speak>")  # a byte-order mark read from a file
     assert not is_ssml("Hello <speak>there</speak>")
     assert not is_ssml("<speaker>Hi</speaker>")
     assert not is_ssml("I <3 <b>tags</b> & 5 < 6")
@@ -277,6 +278,13 @@ def test_doctype_and_entities_are_refused(document: str) -> None:
     e = error(document)
     assert "DOCTYPE is not allowed" in str(e)
     assert e.line >= 1 and e.column >= 1
+
+
+def test_characters_that_are_not_text() -> None:
+    e = error("<speak>\nab\ud800</speak>")
+    assert (e.line, e.column) == (2, 3) and "U+D800" in str(e)
+    e = error("<speak>a\x00b</speak>")
+    assert (e.line, e.column) == (1, 9) and "malformed XML" in str(e)
 
 
 def test_size_limit() -> None:

@@ -93,7 +93,8 @@ _REFUSED = {
     "audio": "this synthesiser speaks text only and plays no audio files; give the text to say instead",
 }
 
-_SSML_START = re.compile(r"\s*(?:<\?xml[^>]*\?>\s*)?<speak[\s/>]")
+_SSML_START = re.compile(r"\ufeff?\s*(?:<\?xml[^>]*\?>\s*)?<speak[\s/>]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TIME = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)")
 _PERCENT = re.compile(r"([+-]?)(\d+(?:\.\d*)?|\.\d+)%")
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
@@ -158,6 +159,11 @@ def parse_ssml(text: str) -> SsmlDocument:
         line = text.count("\n", 0, MAX_SSML_CHARS) + 1
         raise SsmlError(f"the document is {len(text)} characters long, over the limit of {MAX_SSML_CHARS}",
                         line, MAX_SSML_CHARS - text.rfind("\n", 0, MAX_SSML_CHARS))
+    surrogate = _SURROGATE.search(text)
+    if surrogate is not None:  # not text at all (JSON lets a client send one): expat could not even be given it
+        start = surrogate.start()
+        raise SsmlError(f"character U+{ord(surrogate.group()):04X} is a lone surrogate, not text",
+                        text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start))
     return _Reader().read(text)
 
 
