@@ -138,9 +138,9 @@ class Counting:
         self.indices: list[int] = []
         encode, mels = engine.encode, engine.mels
 
-        def counting_encode(text: str) -> list[int]:
+        def counting_encode(text: str, lexicon=None) -> list[int]:
             self.encoded.append(text)
-            return encode(text)
+            return encode(text, lexicon)
 
         def recording_mels(ids, indices, controls, *args, **kwargs):
             self.indices += list(indices)
@@ -349,3 +349,91 @@ def test_onnx_streaming_gives_first_audio_after_the_first_blocks(block_pipelines
     blocks = -(-frames // 8)
     assert at_first < blocks / 3 and len(runs) == blocks, (at_first, blocks)
     assert first.wave.size + sum(x.size for x in rest) == frames * 256
+
+
+# --- word timestamps (issue 36) and sentence silence, on both engines ------------------------------------------
+def assert_words_in_order(words, seconds: float) -> None:
+    """Each word a positive span with phones, in order, none overlapping the next, all inside the audio."""
+    assert words, "no words"
+    for w, nxt in zip(words, [*words[1:], None]):
+        assert 0 <= w.start_s < w.end_s <= seconds + 1e-9 and w.phones, w
+        if nxt is not None:
+            assert w.end_s <= nxt.start_s + 1e-9, (w, nxt)
+
+
+def test_word_timestamps_are_the_durations_exactly(pipeline: Pipeline):
+    """A word lasts its phones' frames (MelBatch.durations) times hop / rate exactly, from its part's first sample
+    (sentence k's pause and the sentences before it included)."""
+    c = pipeline.controls(seed=2)
+    result = pipeline.synthesize(TEXT, c, timestamps=True)
+    assert [w.word.lower() for w in result.words] == ["hello", "world", "a", "second", "sentence", "with", "a", "comma",
+                                              "and", "a", "third", "one"]
+    assert_words_in_order(result.words, result.seconds)
+    engine, frame_s = pipeline.engine, pipeline.engine.hop_length / pipeline.sample_rate
+    ids = [engine.encode(s) for s in result.sentences]
+    out = engine.mels(ids, list(range(len(ids))), c)
+    offset, k_word = 0.0, 0
+    for k, part_ids in enumerate(ids):
+        offset += 0 if k == 0 else pipeline.silence(pipeline.pause_s).size / pipeline.sample_rate
+        encoded = engine.encode_words(result.sentences[k])
+        edges = np.concatenate([[0], np.cumsum(out.durations[k, : len(part_ids)])])
+        for span in encoded.words:
+            w = result.words[k_word]
+            assert w.start_s == pytest.approx(offset + edges[span.start] * frame_s, abs=1e-9)
+            assert w.end_s - w.start_s == pytest.approx((edges[span.end] - edges[span.start]) * frame_s, abs=1e-9)
+            k_word += 1
+        offset += out.lengths[k] * frame_s
+    assert k_word == len(result.words) and offset == pytest.approx(result.seconds, abs=1e-9)
+
+
+def test_word_timestamps_survive_the_guard_repair(pipeline: Pipeline):
+    """A part the frame guard cut and spoke again in two parts keeps every word, in order, inside its audio."""
+    result = pipeline.synthesize(LONG, pipeline.controls(), timestamps=True)
+    assert any("frame guard cut" in n for n in result.notes)
+    assert len(result.words) == len(LONG.split())
+    assert_words_in_order(result.words, result.seconds)
+
+
+def test_the_engines_give_the_same_words(pipelines: dict[str, Pipeline]):
+    words = {name: p.synthesize(TEXT, p.controls(seed=1), timestamps=True).words for name, p in pipelines.items()}
+    assert words["torch"] == words["onnx"]
+
+
+def test_streamed_words_are_the_synthesized_ones(block_pipeline: Pipeline):
+    """Streaming block by block, a part's words are known before its first chunk: the same as synthesize's."""
+    c = block_pipeline.controls(seed=3)
+    whole = block_pipeline.synthesize(BLOCK_TEXT, c, batch_size=1, timestamps=True)
+    utt = block_pipeline.utterance(BLOCK_TEXT, c, lazy=True, timestamps=True)
+    made, seen_before_audio = 0, []
+    for chunk in block_pipeline.stream_utterance(utt):
+        # every word placed so far starts within the audio made so far plus this chunk's part
+        seen_before_audio.append(len(utt.run.words))
+        made += chunk.size
+    assert utt.run.words == whole.words and seen_before_audio[0] > 0
+    assert_words_in_order(utt.run.words, made / block_pipeline.sample_rate)
+
+
+def test_sentence_silence_is_exact(pipeline: Pipeline):
+    """--sentence-silence: the silence between sentences is exactly that many samples; the sentences' audio is
+    unchanged; bad values are refused."""
+    c = pipeline.controls(seed=1)
+    short = pipeline.synthesize(TEXT, c, sentence_silence=0.0, timestamps=True)
+    long = pipeline.synthesize(TEXT, c, sentence_silence=0.75, timestamps=True)
+    gaps = len(short.sentences) - 1
+    assert long.wave.size - short.wave.size == gaps * round(0.75 * pipeline.sample_rate)
+    first = int(round(short.words[1].end_s * pipeline.sample_rate))  # inside sentence 1
+    np.testing.assert_array_equal(long.wave[:first], short.wave[:first])
+    np.testing.assert_array_equal(long.wave[-first:], short.wave[-first:])
+    assert long.words[-1].start_s - short.words[-1].start_s == pytest.approx(gaps * 0.75, abs=1 / pipeline.sample_rate)
+    for bad, error in ((-0.1, ValueError), (11.0, ValueError), (float("nan"), ValueError), ("1", TypeError)):
+        with pytest.raises(error, match="sentence silence"):
+            pipeline.synthesize("Hi.", c, sentence_silence=bad)
+
+
+def test_the_ar_gives_words_from_its_attention():
+    """The Tacotron 2 voice (torch): words from its attention's monotonic alignment, in order, inside the audio."""
+    torch.set_num_threads(1)
+    p = Pipeline(TorchEngine.from_paths(shipped_checkpoint("ar"), "source-filter"))
+    result = p.synthesize("Hello world. Good morning.", p.controls(seed=0), timestamps=True)
+    assert [w.word.lower() for w in result.words] == ["hello", "world", "good", "morning"]
+    assert_words_in_order(result.words, result.seconds)

@@ -5,6 +5,7 @@
     joe = tts.load(voice="joe")                  # another shipped voice (tts.voices() lists them)
     audio = voice.synthesize("Hello there.")    # Audio: .samples (numpy float32 [N]), .sample_rate
     audio.save("hello.wav")
+    audio.words                                  # each word's start_s / end_s in the audio, and its phones
     for chunk in voice.stream("A long text. Sentence by sentence."):
         ...                                      # numpy float32 chunks as each sentence is made
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from tts.runtime import Controls, Pipeline
 from tts.runtime.controls import MAX_BATCH_SIZE, MAX_THREADS
+from tts.runtime.timestamps import WordTiming
 
 
 def _check_text(text: object) -> None:
@@ -47,6 +49,9 @@ class Audio:
     sample_rate: int
     sentences: tuple[str, ...]  # the parts spoken (sentences; clause parts of over-long ones)
     notes: tuple[str, ...] = ()  # e.g. a long sentence split, an unspeakable sentence skipped
+    # each spoken word's place in `samples` (seconds) and its phones, from the model's durations (the AR's from
+    # its attention): subtitles, highlighting, lip sync
+    words: tuple[WordTiming, ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -87,19 +92,25 @@ class Voice:
                                       temperature=temperature)
 
     def synthesize(self, text: str, *, speed: float | None = None, seed: int = 0, pitch_shift: float | None = None,
-                   refine_steps: int | None = None, temperature: float | None = None, batch_size: int = 8) -> Audio:
-        """`text` spoken whole (sentences `pause_s` apart, `batch_size` sentences per model call, 1 to
-        MAX_BATCH_SIZE).  Every argument is checked before any work: TypeError for a wrong type, ValueError for a
-        value out of range; bad text raises tts.text.errors.TextError."""
+                   refine_steps: int | None = None, temperature: float | None = None, batch_size: int = 8,
+                   sentence_silence: float | None = None, ssml: bool = False) -> Audio:
+        """`text` spoken whole (sentences `sentence_silence` seconds apart, default the pipeline's pause_s;
+        `batch_size` sentences per model call, 1 to MAX_BATCH_SIZE), with each word's timing (`Audio.words`).
+        SSML (tts.text.ssml) when `ssml` or the text starts with <speak>.
+        Every argument is checked before any work: TypeError for a wrong type, ValueError for a value out of
+        range; bad text raises tts.text.errors.TextError."""
         _check_text(text)
         _check_int("batch_size", batch_size, 1, MAX_BATCH_SIZE)
         controls = self.controls(speed=speed, seed=seed, pitch_shift=pitch_shift, refine_steps=refine_steps,
                                  temperature=temperature)
-        result = self.pipeline.synthesize(text, controls, batch_size=batch_size)
-        return Audio(result.wave, result.sample_rate, tuple(result.sentences), tuple(result.notes))
+        result = self.pipeline.synthesize(text, controls, batch_size=batch_size, timestamps=True,
+                                          sentence_silence=sentence_silence, ssml=ssml)
+        return Audio(result.wave, result.sample_rate, tuple(result.sentences), tuple(result.notes),
+                     tuple(result.words or ()))
 
     def stream(self, text: str, *, speed: float | None = None, seed: int = 0, pitch_shift: float | None = None,
-               refine_steps: int | None = None, temperature: float | None = None) -> Iterator[np.ndarray]:
+               refine_steps: int | None = None, temperature: float | None = None,
+               sentence_silence: float | None = None, ssml: bool = False) -> Iterator[np.ndarray]:
         """`text` as float32 chunks [n] in order, each handed out as soon as it is made: the audio of a
         sentence (with a block-wise model and a streaming vocoder, pieces of it) and the pauses between
         sentences.  Joined they are `synthesize(text, batch_size=1).samples` within
@@ -107,7 +118,8 @@ class Voice:
         _check_text(text)
         controls = self.controls(speed=speed, seed=seed, pitch_shift=pitch_shift, refine_steps=refine_steps,
                                  temperature=temperature)
-        return self.pipeline.stream_utterance(self.pipeline.utterance(text, controls, lazy=True))  # bad text raises here
+        utt = self.pipeline.utterance(text, controls, lazy=True, sentence_silence=sentence_silence, ssml=ssml)
+        return self.pipeline.stream_utterance(utt)  # bad text (and bad SSML) raised above, before any chunk
 
 
 def voices() -> dict[str, list[str]]:
@@ -119,13 +131,14 @@ def voices() -> dict[str, list[str]]:
 
 def load(model: str | None = None, *, voice: str | None = None, checkpoint: str | Path | None = None,
          vocoder: str | None = None, device: str = "cpu", runtime: str = "auto", onnx_dir: str | Path | None = None,
-         threads: int | None = None) -> Voice:
+         threads: int | None = None, lexicon: str | Path | None = None) -> Voice:
     """The voice: a shipped `voice` ("slt", "joe"; default: checkpoints/default.json's) and `model`, one of its
     acoustic models ("nar", "nar_block", "ar" for slt; default: the voice's first), or an acoustic `checkpoint`
     file, with `vocoder` (default: default.json's).  An unknown voice or model is a ValueError naming the shipped
     ones.  runtime: "auto" (the ONNX export when it holds the model, is current and is asked for, else torch),
     "torch", or "onnx" (the export in `onnx_dir`, default checkpoints/onnx, run by onnxruntime without torch);
-    `threads`: CPU threads."""
+    `threads`: CPU threads.  `lexicon`: a user lexicon file (word TAB phones; tts.text.lexicon) whose
+    pronunciations win over the frontend's own."""
     from tts.runtime.release import RUNTIMES, device_problem, model_voice, open_pipeline, voice_model
 
     for name, value in (("model", model), ("voice", voice), ("vocoder", vocoder)):
@@ -148,8 +161,16 @@ def load(model: str | None = None, *, voice: str | None = None, checkpoint: str 
         _check_int("threads", threads, 1, MAX_THREADS)
     if checkpoint is not None and voice is not None:
         raise ValueError("give a voice or a checkpoint, not both (a checkpoint speaks with its own voice)")
+    user_lexicon = None
+    if lexicon is not None:
+        from tts.text.lexicon import Lexicon
+
+        if not isinstance(lexicon, (str, Path)):
+            raise TypeError(f"lexicon must be a path (str or Path) or None, got {type(lexicon).__name__}")
+        user_lexicon = Lexicon.load(lexicon)
     shipped = voice_model(voice, model) if checkpoint is None else None  # an unknown voice fails before loading
     pipeline = open_pipeline(shipped, checkpoint, vocoder, runtime, device, onnx_dir, threads)
+    pipeline.use_lexicon(user_lexicon)
     if pipeline.engine.name == "onnx":
         name = f"onnx:{shipped}"
     else:

@@ -188,6 +188,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "of the default voice exists and the run needs nothing else; see above)")
     p.add_argument("--onnx-dir", type=given_path, default=None,
                    help="ONNX export folder for --runtime onnx/auto (default: checkpoints/onnx)")
+    p.add_argument("--ssml", action="store_true",
+                   help="the text is SSML (also without this flag when it starts with <speak>): <break>, <prosody>, "
+                        "<say-as>, <phoneme>, <sub>, <p>, <s>; malformed SSML is exit 3 with its line and column")
+    p.add_argument("--lexicon", type=given_path, default=None, metavar="FILE",
+                   help="user lexicon, one 'word<TAB>PHONES' per line (ARPAbet of the model's symbols, or /IPA/): "
+                        "its pronunciations win over CMUdict and espeak-ng; inline [[HH AH0 L OW1]] in the text too")
+    p.add_argument("--sentence-silence", type=float, default=None, metavar="SECONDS",
+                   help="silence between sentences in seconds, exact to a sample (default 0.25; at most 10)")
+    p.add_argument("--timestamps", type=Path, default=None, metavar="FILE",
+                   help="also write each word's start and end (seconds) and phones: .json, or subtitles by word "
+                        "(.srt, .vtt); from the model's own durations (the AR: from its attention)")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     if isinstance(args.text, list):  # `--text --`: argparse drops a lone "--" value and leaves []
@@ -213,6 +224,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             p.error(f"{flag}: {e}")
     if not 0 <= args.seed < 2**31:
         p.error("--seed must be in [0, 2**31)")
+    from tts.runtime.pipeline import check_silence
+    from tts.runtime.timestamps import TIMESTAMP_FORMATS
+
+    if args.sentence_silence is not None:
+        try:
+            check_silence(args.sentence_silence)
+        except ValueError as e:
+            p.error(f"--sentence-silence: {e}")
+    if args.timestamps is not None:
+        if args.timestamps.suffix.lower() not in TIMESTAMP_FORMATS:
+            p.error(f"--timestamps {args.timestamps}: the extension must be one of {', '.join(TIMESTAMP_FORMATS)}")
+        if str(args.out) != "-" and args.timestamps.resolve() == args.out.resolve():
+            p.error("--timestamps and --out are the same file")
     from tts.runtime.release import device_problem
 
     problem = device_problem(args.device)
@@ -484,12 +508,19 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
 
             if args.vocoder is not None:
                 check_vocoder_path(args.vocoder)
+        lexicon = None
+        if args.lexicon is not None:
+            from tts.text.lexicon import Lexicon
+
+            lexicon = Lexicon.load(args.lexicon)  # before the models: a bad lexicon costs nothing
         pipeline = open_pipeline(args.model, args.checkpoint, args.vocoder, runtime, args.device, args.onnx_dir,
                                  args.threads, args.voice)
+        pipeline.use_lexicon(lexicon)
         controls = pipeline.controls(refine_steps=args.refine_steps, temperature=args.temperature, speed=args.speed,
                                      pitch_shift=args.pitch, block_frames=args.block_frames, seed=args.seed)
         sample_rate = pipeline.sample_rate
-        repairs = dict(ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed)
+        repairs = dict(ar_retries=args.ar_retries, fail_on_ar_failure=not args.keep_failed,
+                       timestamps=args.timestamps is not None, sentence_silence=args.sentence_silence, ssml=args.ssml)
         stream = PcmStdout(sample_rate) if to_stdout else AudioFile(reserved[0], args.out, sample_rate)
         progress = None
         open_line: list[bool] = []  # a progress line without its total is ended after the run
@@ -507,6 +538,8 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
                 result = pipeline.synthesize(text, controls, batch_size=args.batch_size, progress=progress,
                                              sink=stream.write, **repairs)
             stream.commit()
+            if args.timestamps is not None:
+                write_timestamps(args.timestamps, result)
             if any(open_line):
                 print(file=sys.stderr, flush=True)
         finally:
@@ -551,7 +584,22 @@ def stream_to(pipeline, writer: "PcmStdout | AudioFile", text: str, controls, re
         writer.write(chunk)
         n += chunk.size
     return SynthesisResult(np.zeros(0, np.float32), pipeline.sample_rate, [p.text for p in utt.parts],
-                           utt.run.timings, utt.run.notes, streamed_samples=n)
+                           utt.run.timings, utt.run.notes, streamed_samples=n,
+                           words=utt.run.words if repairs.get("timestamps") else None)
+
+
+def write_timestamps(path: Path, result) -> None:
+    """--timestamps: the words of `result` to `path` (format by extension), written whole or not at all."""
+    from tts.runtime.timestamps import timestamp_text
+
+    text = timestamp_text(path, result.words or [], result.sample_rate, result.seconds)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"cannot write --timestamps {path}: {e.strerror or e}") from None
 
 
 def check_vocoder_path(vocoder: str) -> None:

@@ -76,11 +76,13 @@ class Engine(Protocol):
     hop_length: int  # samples per mel frame: a wave is exactly frames * hop_length long
     capabilities: Capabilities
     defaults: Controls  # the voice's own controls (its model's config; the export's manifest)
+    frontend: Any  # the voice's tts.text.TextFrontend (its symbols, its encoding)
 
-    def encode(self, text: str) -> list[int]:
-        """Text -> token ids (the voice's text frontend; raises tts.text.errors.TextError)."""
+    def encode(self, text: str, lexicon: Any = None) -> list[int]:
+        """Text -> token ids (the voice's text frontend, with a user lexicon (tts.text.lexicon.Lexicon) over its
+        own pronunciations when given; raises tts.text.errors.TextError)."""
 
-    def encode_words(self, text: str) -> Any:
+    def encode_words(self, text: str, lexicon: Any = None) -> Any:
         """Text -> tts.text.frontend.EncodedText: `encode`'s ids and each word's id range (word timestamps)."""
 
     def decode(self, ids: Sequence[int]) -> list[str]:

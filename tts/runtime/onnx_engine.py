@@ -209,11 +209,11 @@ class OnnxEngine:
         `verify` checks each graph's sha256."""
         return cls(onnx_dir, read_manifest(onnx_dir, verify=verify), threads, voice)
 
-    def encode(self, text: str) -> list[int]:
-        return self.frontend.encode(text)
+    def encode(self, text: str, lexicon=None) -> list[int]:
+        return self.frontend.encode(text, lexicon)
 
-    def encode_words(self, text: str):
-        return self.frontend.encode_words(text)
+    def encode_words(self, text: str, lexicon=None):
+        return self.frontend.encode_words(text, lexicon)
 
     def decode(self, ids: Sequence[int]) -> list[str]:
         return self.frontend.decode(list(ids))

@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from tts.errors import SynthesisError
-from tts.runtime.controls import Controls
+from tts.runtime.controls import RANGES, Controls
 from tts.runtime.engine import Engine
 from tts.runtime.text_stage import (CLAUSE_PAUSE_S, Part, PartStream, _short, encode_splitting, prepare_parts,
                                     split_clause)
+from tts.runtime.timestamps import WordTiming, part_words
 from tts.text.errors import UnspeakableTextError
 
 # How far a streamed text's audio may lie from `synthesize`'s (float samples, full scale 1): the block path
@@ -61,6 +62,7 @@ class SynthesisResult:
     timings: Timings
     notes: list[str] = field(default_factory=list)  # e.g. AR failures, skipped sentences, repairs
     streamed_samples: int = 0  # samples handed to a sink
+    words: list[WordTiming] | None = None  # each word's place in the audio (asked for with timestamps=True)
 
     @property
     def seconds(self) -> float:
@@ -101,6 +103,17 @@ class Run:
     t0: float
     ar_retries: int = 0
     fail_on_ar_failure: bool = False
+    # timestamps asked for: part k's words (from its wave's first sample) once spoken, until placed in `words`
+    part_words: dict[int, list[WordTiming]] | None = None
+    words: list[WordTiming] = field(default_factory=list)  # placed words, seconds from the text's first sample
+
+
+@dataclass
+class Spoken:
+    """One part's audio [N] float32 and, when timestamps were asked for, its words (from its first sample)."""
+
+    wave: np.ndarray
+    words: list[WordTiming] | None = None
 
 
 @dataclass
@@ -109,18 +122,53 @@ class Utterance:
 
     parts: list[Part] | PartStream  # a PartStream (Pipeline.utterance(lazy=True)): made as they are asked for
     run: Run
+    tail: list[float] = field(default_factory=list)  # an SSML document's final break (seconds), once known
 
     @property
     def notes(self) -> list[str]:
         return self.run.notes
 
+    @property
+    def tail_s(self) -> float:
+        """Silence after the last part (an SSML break at the end; known once the last part is made)."""
+        return sum(self.parts.tail if isinstance(self.parts, PartStream) else self.tail)
+
+    def controls(self, k: int) -> Controls:
+        """Part k's controls: the run's, with the part's SSML prosody laid over them (speed multiplied, pitch
+        shift added; each held to its range, with a note when it had to be)."""
+        part, base = self.parts[k], self.run.controls
+        if part.speed == 1.0 and part.pitch_shift == 0.0:
+            return base
+        speed, pitch = base.speed * part.speed, base.pitch_shift + part.pitch_shift
+        held = {"speed": min(max(speed, RANGES["speed"][0]), RANGES["speed"][1]),
+                "pitch_shift": min(max(pitch, RANGES["pitch_shift"][0]), RANGES["pitch_shift"][1])}
+        if held != {"speed": speed, "pitch_shift": pitch}:
+            note = f"SSML prosody of {_short(part.text)!r} held to the model's ranges: {held}"
+            if note not in self.run.notes:
+                self.run.notes.append(note)
+        return base.replace(**held)
+
 
 class Pipeline:
     """Text -> wave over one engine; see the module docstring."""
 
-    def __init__(self, engine: Engine, pause_s: float = 0.25) -> None:
+    def __init__(self, engine: Engine, pause_s: float = 0.25, lexicon: Any = None) -> None:
+        # lexicon: a user lexicon (tts.text.lexicon.Lexicon) over the frontend's own pronunciations, or None
         self.engine = engine
         self.pause_s = pause_s
+        self.lexicon = None
+        self.use_lexicon(lexicon)
+
+    def use_lexicon(self, lexicon: Any) -> None:
+        """Speak with a user lexicon (tts.text.lexicon.Lexicon; None: none), checked against the voice's symbols
+        (tts.text.errors.PronunciationError naming the unknown ones)."""
+        if lexicon is not None:
+            lexicon.check(self.engine.frontend.symbols)
+        self.lexicon = lexicon
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> token ids: the voice's frontend with this pipeline's lexicon."""
+        return self.engine.encode(text, self.lexicon)
 
     @property
     def sample_rate(self) -> int:
@@ -145,7 +193,8 @@ class Pipeline:
 
     # --- the text stage -------------------------------------------------------------------------------
     def utterance(self, text: str, controls: Controls | None = None, ar_retries: int = 0,
-                  fail_on_ar_failure: bool = False, lazy: bool = False) -> Utterance:
+                  fail_on_ar_failure: bool = False, lazy: bool = False, timestamps: bool = False,
+                  sentence_silence: float | None = None, ssml: bool = False) -> Utterance:
         """`text` prepared for speaking: the parts (sentences with a final stop; a sentence over the
         frontend's symbol limit cut at clause boundaries) and its run.  A sentence with nothing speakable is
         skipped with a note; UnspeakableTextError when none is left.
@@ -154,17 +203,35 @@ class Pipeline:
         document after its first sentence's text work, not the whole document's): only the first part is made
         here, so that text with nothing speakable still raises here; a later part's text problem raises when
         it is reached, and the notes and `timings.text_s` fill as the parts are made.  The audio is the eager
-        utterance's, sample for sample (the same item indices, REPAIR_INDEX_BASE for repairs)."""
+        utterance's, sample for sample (the same item indices, REPAIR_INDEX_BASE for repairs).
+
+        timestamps: each word's place in the audio is kept (`Run.words`, `SynthesisResult.words`).
+        sentence_silence: seconds between sentences (default the pipeline's pause_s), exact to a sample.
+        ssml: the text is SSML (tts.text.ssml; also when it starts with <speak>): its breaks, prosody, phonemes,
+        say-as and substitutions are spoken; malformed SSML is a tts.text.ssml.SsmlError here."""
+        from tts.text.ssml import is_ssml, parse_ssml
+
         t0 = time.perf_counter()
+        pause_s = self.pause_s if sentence_silence is None else check_silence(sentence_silence)
+        source: Any = text
+        if ssml or is_ssml(text):
+            source = parse_ssml(text if is_ssml(text) else f"<speak>{text}</speak>")
+        tail: list[float] = []
         if lazy:
-            parts: list[Part] | PartStream = PartStream(text, self.engine.encode, self.pause_s)
+            parts: list[Part] | PartStream = PartStream(source, self.encode, pause_s)
             parts.first()
             notes = parts.notes  # the same list: the run's repair notes land beside the text stage's
         else:
-            parts, notes = prepare_parts(text, self.engine.encode, self.pause_s)
+            parts, notes = prepare_parts(source, self.encode, pause_s, tail)
         run = Run(controls or self.engine.defaults, Timings(text_s=time.perf_counter() - t0), notes,
-                  next_index=REPAIR_INDEX_BASE, t0=t0, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure)
-        return Utterance(parts, run)
+                  next_index=REPAIR_INDEX_BASE, t0=t0, ar_retries=ar_retries, fail_on_ar_failure=fail_on_ar_failure,
+                  part_words={} if timestamps else None)
+        return Utterance(parts, run, tail)
+
+    def place_words(self, utt: Utterance, k: int, offset_samples: int) -> None:
+        """Part k's words (timestamps asked for), placed at `offset_samples` of the text's audio (`Run.words`)."""
+        if utt.run.part_words is not None:
+            utt.run.words += [w.shifted(offset_samples / self.sample_rate) for w in utt.run.part_words.pop(k, [])]
 
     @staticmethod
     def _count_text_time(utt: Utterance) -> None:
@@ -176,7 +243,8 @@ class Pipeline:
     def synthesize(self, text: str, controls: Controls | None = None, batch_size: int = 8,
                    progress: Callable[[int, int | None], None] | None = None,
                    sink: Callable[[np.ndarray], None] | None = None,
-                   ar_retries: int = 0, fail_on_ar_failure: bool = False) -> SynthesisResult:
+                   ar_retries: int = 0, fail_on_ar_failure: bool = False, timestamps: bool = False,
+                   sentence_silence: float | None = None, ssml: bool = False) -> SynthesisResult:
         """Speak `text` sentence by sentence, `batch_size` parts at a time, `pause_s` between sentences.  The
         parts are made as they are spoken (a lazy utterance): each batch's text work just before its audio.
 
@@ -184,16 +252,21 @@ class Pipeline:
         (it is known only once the text is spent).
         sink: called with each piece of audio [N] (a sentence, a pause) in order as soon as its batch is
         vocoded, instead of keeping the whole wave (memory stays one batch, whatever the length of the
-        text; the result's `wave` is then empty and `streamed_samples` counts what the sink got)."""
-        utt = self.utterance(text, controls, ar_retries, fail_on_ar_failure, lazy=True)
+        text; the result's `wave` is then empty and `streamed_samples` counts what the sink got).
+        timestamps, sentence_silence, ssml: as `utterance` (parts of other SSML prosody go in other batches)."""
+        utt = self.utterance(text, controls, ar_retries, fail_on_ar_failure, lazy=True, timestamps=timestamps,
+                             sentence_silence=sentence_silence, ssml=ssml)
         pieces: list[np.ndarray] = []
-        streamed = 0
+        streamed = made = 0  # samples handed to the sink; samples made so far (the next piece's offset)
 
         def speak(ks: list[int], total: int | None) -> None:
-            nonlocal streamed
+            nonlocal streamed, made
             self._count_text_time(utt)
             for k, wave in zip(ks, self.speak([(utt, k) for k in ks])):
                 for piece in (self.silence(utt.parts[k].pause_s), wave):
+                    if piece is wave:
+                        self.place_words(utt, k, made)
+                    made += piece.size
                     if sink is None:
                         pieces.append(piece)
                     elif piece.size:
@@ -204,18 +277,27 @@ class Pipeline:
 
         batch: list[int] = []
         for k, _ in enumerate(utt.parts):
-            if len(batch) == batch_size:  # part k exists, so this batch is not the last one
+            # part k exists, so this batch is not the last one
+            if len(batch) == batch_size or (batch and utt.controls(k) != utt.controls(batch[0])):
                 speak(batch, None)
                 batch = []
             batch.append(k)
         speak(batch, batch[-1] + 1)  # the text is spent: the total is known (utterance() made part 0 at least)
         self._count_text_time(utt)
+        if utt.tail_s:
+            tail = self.silence(utt.tail_s)
+            if sink is None:
+                pieces.append(tail)
+            else:
+                sink(tail)
+                streamed += tail.size
         wave = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
         return SynthesisResult(wave, self.sample_rate, [p.text for p in utt.parts], utt.run.timings, utt.run.notes,
-                               streamed_samples=streamed)
+                               streamed_samples=streamed, words=utt.run.words if timestamps else None)
 
     def stream(self, text: str, controls: Controls | None = None, ar_retries: int = 0,
-               fail_on_ar_failure: bool = False) -> Iterator[np.ndarray]:
+               fail_on_ar_failure: bool = False, sentence_silence: float | None = None,
+               ssml: bool = False) -> Iterator[np.ndarray]:
         """`text` as audio chunks [n] in order, each handed on as soon as it is made: parts one at a time
         (batch 1, for latency) and, on an engine that streams, block by block inside a part.  Joined they are
         `synthesize`'s wave within STREAM_TOLERANCE.  Memory stays one part, whatever the length of the text.
@@ -223,30 +305,44 @@ class Pipeline:
         Bad text (empty, nothing speakable) raises here, at the call, before any chunk (not at the first `next`).
         The iterator holds no thread: a caller that stops iterating (a `break`, dropping it, `close()`) leaves
         no work running, and nothing more is made."""
-        return self.stream_utterance(self.utterance(text, controls, ar_retries, fail_on_ar_failure, lazy=True))
+        return self.stream_utterance(self.utterance(text, controls, ar_retries, fail_on_ar_failure, lazy=True,
+                                                    sentence_silence=sentence_silence, ssml=ssml))
 
     def stream_utterance(self, utt: Utterance) -> Iterator[np.ndarray]:
         """`stream` of a prepared utterance (its run collects timings, first audio included, and notes).  A lazy
         utterance's parts are made one at a time as they are reached: its first chunk comes before its second
-        part is made."""
+        part is made.  With timestamps (utterance(timestamps=True)), a part's words are in `run.words` before its
+        first chunk is yielded."""
         run = utt.run
+        made = 0  # samples yielded so far
         for k, part in enumerate(utt.parts):
             self._count_text_time(utt)
             if part.pause_s > 0:
-                yield self.silence(part.pause_s)
-            pieces = self.engine.stream_part(part.ids, k, run.controls) if self.capabilities.streaming else None
+                pause = self.silence(part.pause_s)
+                made += pause.size
+                yield pause
+            pieces = self.engine.stream_part(part.ids, k, utt.controls(k)) if self.capabilities.streaming else None
             if pieces is None:  # this engine or this part (a guard-cut one, repaired) speaks whole
-                yield self.speak([(utt, k)])[0]
+                [wave] = self.speak([(utt, k)])
+                self.place_words(utt, k, made)
+                made += wave.size
+                yield wave
                 continue
             for piece in pieces:
                 run.timings.mel_s += piece.mel_s
                 run.timings.vocoder_s += piece.vocoder_s
+                if piece.durations is not None and run.part_words is not None:
+                    run.part_words[k] = self._words(part.text, part.ids, piece.durations)
+                    self.place_words(utt, k, made)
                 self._check_finite(piece.wave, part.text)
+                made += piece.wave.size
                 if piece.wave.size:
                     if run.timings.first_audio_s is None:
                         run.timings.first_audio_s = time.perf_counter() - run.t0
                     yield piece.wave
         self._count_text_time(utt)
+        if utt.tail_s:
+            yield self.silence(utt.tail_s)
 
     def synthesize_items(self, texts: Sequence[str], controls: Controls | None = None,
                          indices: Sequence[int] | None = None) -> list[ItemResult]:
@@ -260,7 +356,7 @@ class Pipeline:
             raise ValueError(f"{len(indices)} item indices for {len(texts)} texts")
         results: list[ItemResult] = []
         for text, index in zip(texts, indices):
-            ids = self.engine.encode(text)
+            ids = self.encode(text)
             t0 = time.perf_counter()
             out = self.engine.mels([ids], [index], controls)
             t1 = time.perf_counter()
@@ -282,19 +378,33 @@ class Pipeline:
         if not items:
             return []
         runs = [u.run for u, _ in items]
-        if any(r.controls != runs[0].controls for r in runs):
+        controls = [u.controls(k) for u, k in items]
+        if any(c != controls[0] for c in controls):
             raise ValueError("the items of one batch need equal controls")
         chunk = [(u.parts[k].text, u.parts[k].ids) for u, k in items]
-        return self._speak(chunk, [k for _, k in items], runs)
+        spoken = self._speak(chunk, [k for _, k in items], runs, controls[0])
+        for (u, k), s in zip(items, spoken):
+            if u.run.part_words is not None:
+                u.run.part_words[k] = s.words or []
+        return [s.wave for s in spoken]
 
     def silence(self, seconds: float) -> np.ndarray:
-        """[round(seconds * sample_rate)] zeros: the pause before a part."""
-        return np.zeros(int(seconds * self.sample_rate), np.float32)
+        """[round(seconds * sample_rate)] zeros (the nearest whole sample): the pause before a part."""
+        return np.zeros(round(seconds * self.sample_rate), np.float32)
 
-    def _speak(self, chunk: list[tuple[str, list[int]]], indices: list[int], runs: list[Run]) -> list[np.ndarray]:
+    def _words(self, text: str, ids: Sequence[int], durations: np.ndarray) -> list[WordTiming]:
+        """A part's words from its token durations [L] (tts.runtime.timestamps), from its first sample."""
+        encoded = self.engine.encode_words(text, self.lexicon)
+        if list(encoded.ids) != list(ids):  # the text stage's ids are the frontend's: never expected
+            raise SynthesisError(f"word alignment of {_short(text)!r} does not match its tokens")
+        return part_words(encoded.words, self.engine.decode(ids), np.asarray(durations)[: len(ids)],
+                          self.engine.hop_length / self.sample_rate)
+
+    def _speak(self, chunk: list[tuple[str, list[int]]], indices: list[int], runs: list[Run],
+               controls: Controls) -> list[Spoken]:
         run = runs[0]
         t1 = time.perf_counter()
-        out = self.engine.mels([ids for _, ids in chunk], indices, run.controls)
+        out = self.engine.mels([ids for _, ids in chunk], indices, controls)
         t2 = time.perf_counter()
         waves = self.engine.vocode(out)
         t3 = time.perf_counter()
@@ -303,47 +413,63 @@ class Pipeline:
         if run.timings.first_audio_s is None:
             run.timings.first_audio_s = t3 - run.t0
         failures = out.failures or [None] * len(chunk)
-        result: list[np.ndarray] = []
+        result: list[Spoken] = []
         for k, (text, ids) in enumerate(chunk):
-            wave = waves[k]
-            self._check_finite(wave, text)
+            spoken = Spoken(waves[k], self._item_words(runs[k], text, ids, out, k))
+            self._check_finite(spoken.wave, text)
             if bool(out.truncated[k]) and (halves := split_clause(text)) is not None:
                 runs[k].notes.append(f"the frame guard cut {_short(text)!r}: spoken again in two parts")
-                wave = self._speak_parts(halves, runs[k])
+                spoken = self._speak_parts(halves, runs[k], controls)
             elif failures[k] is not None and not failures[k].ok:
-                wave = self._retry_ar((text, ids), indices[k], failures[k], wave, runs[k])
-            result.append(wave)
+                spoken = self._retry_ar((text, ids), indices[k], failures[k], spoken, runs[k], controls)
+            result.append(spoken)
         return result
 
-    def _speak_parts(self, texts: Sequence[str], run: Run) -> np.ndarray:
+    def _item_words(self, run: Run, text: str, ids: Sequence[int], out: Any, k: int) -> list[WordTiming] | None:
+        """Item k's words when its run asked for timestamps (else None)."""
+        if run.part_words is None:
+            return None
+        if out.durations is None:
+            raise SynthesisError(f"this {self.engine.name} voice gives no token durations: no word timestamps")
+        return self._words(text, ids, out.durations[k])
+
+    def _speak_parts(self, texts: Sequence[str], run: Run, controls: Controls) -> Spoken:
         """Texts spoken one by one (fresh item indices from REPAIR_INDEX_BASE), joined by CLAUSE_PAUSE_S."""
         pieces: list[np.ndarray] = []
+        words: list[WordTiming] | None = None if run.part_words is None else []
+        made = 0  # samples so far: the next piece's offset
         for text in texts:
             try:
-                encoded = encode_splitting(self.engine.encode, text)
+                encoded = encode_splitting(self.encode, text)
             except UnspeakableTextError:
                 continue
             for item in encoded:
                 index, run.next_index = run.next_index, run.next_index + 1
-                pieces += [*self._speak([item], [index], [run]), self.silence(CLAUSE_PAUSE_S)]
-        return np.concatenate(pieces[:-1]) if pieces else np.zeros(0, np.float32)
+                [spoken] = self._speak([item], [index], [run], controls)
+                if words is not None:
+                    words += [w.shifted(made / self.sample_rate) for w in spoken.words or []]
+                pause = self.silence(CLAUSE_PAUSE_S)
+                pieces += [spoken.wave, pause]
+                made += spoken.wave.size + pause.size
+        return Spoken(np.concatenate(pieces[:-1]) if pieces else np.zeros(0, np.float32), words)
 
-    def _retry_ar(self, item: tuple[str, list[int]], index: int, failure: Any, wave: np.ndarray, run: Run) -> np.ndarray:
+    def _retry_ar(self, item: tuple[str, list[int]], index: int, failure: Any, spoken: Spoken, run: Run,
+                  controls: Controls) -> Spoken:
         """An AR part whose attention failed, spoken again alone with other seeds."""
         for attempt in range(1, run.ar_retries + 1):
-            retry = run.controls.replace(seed=run.controls.seed + attempt * AR_RETRY_SEED_STEP)
+            retry = controls.replace(seed=controls.seed + attempt * AR_RETRY_SEED_STEP)
             out = self.engine.mels([item[1]], [index], retry)
             failure = out.failures[0]
             if failure.ok:
                 run.notes.append(f"AR attention failed on {_short(item[0])!r}; retry {attempt} succeeded")
                 [wave] = self.engine.vocode(out)
                 self._check_finite(wave, item[0])
-                return wave
+                return Spoken(wave, self._item_words(run, item[0], item[1], out, 0))
         message = f"AR failure in {_short(item[0])!r}: {failure}"
         if run.fail_on_ar_failure:
             raise SynthesisError(f"{message} (after {run.ar_retries} retries)")
         run.notes.append(message)
-        return wave
+        return spoken
 
     @staticmethod
     def _check_finite(wave: np.ndarray, text: str) -> None:
@@ -351,3 +477,16 @@ class Pipeline:
         if not np.isfinite(wave).all():
             raise SynthesisError(f"the model made non-finite (NaN/inf) audio for {_short(text)!r}; "
                                  "the checkpoint or the controls are broken")
+
+
+# The longest silence between sentences (--sentence-silence): longer is a mistake (minutes of nothing), not a style.
+MAX_SENTENCE_SILENCE_S = 10.0
+
+
+def check_silence(seconds: float) -> float:
+    """A sentence silence in [0, MAX_SENTENCE_SILENCE_S] seconds (TypeError for a non-number, ValueError outside)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"sentence silence must be a number of seconds, got {type(seconds).__name__} {seconds!r}")
+    if not 0 <= seconds <= MAX_SENTENCE_SILENCE_S:
+        raise ValueError(f"sentence silence must be a number of seconds in [0, {MAX_SENTENCE_SILENCE_S:g}], got {seconds!r}")
+    return float(seconds)

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 # The silence between the parts of a sentence the frame guard cut: a comma's pause, shorter than the
@@ -82,6 +83,9 @@ class Part:
     text: str
     ids: list[int]
     pause_s: float  # silence before it: 0 first, CLAUSE_PAUSE_S inside a sentence, the sentence pause otherwise
+    # SSML <prosody> of the part: its speed multiplies the run's, its pitch shift (semitones) adds to the run's
+    speed: float = 1.0
+    pitch_shift: float = 0.0
 
 
 def encode_splitting(encode: Callable[[str], list[int]], sentence: str) -> list[tuple[str, list[int]]]:
@@ -140,6 +144,49 @@ def iter_parts(text: str, encode: Callable[[str], list[int]], pause_s: float, no
         raise first_error if first_error is not None else UnspeakableTextError(f"nothing speakable in {_short(text)!r}")
 
 
+def iter_document_parts(document: Any, encode: Callable[[str], list[int]], pause_s: float, notes: list[str],
+                        tail: list[float]) -> Iterator[Part]:
+    """`iter_parts` of an SSML document (tts.text.ssml.SsmlDocument): each speech segment's parts carry its prosody;
+    a break sets the silence before the next part exactly (breaks in a row add up; one before the first part is
+    silence at the start); between segments without one, the sentence pause after a sentence's end and
+    CLAUSE_PAUSE_S inside a sentence (a prosody change).  A break after the last part is appended to `tail` (the
+    caller's silence at the end).  UnspeakableTextError when no segment has anything speakable."""
+    from tts.text.errors import TextError, UnspeakableTextError
+    from tts.text.ssml import PauseSegment
+
+    pending: float | None = None  # seconds of breaks since the last part
+    spoken, first_error = 0, None
+    previous_text = ""
+    for segment in document.segments:
+        if isinstance(segment, PauseSegment):
+            pending = (pending or 0.0) + segment.seconds
+            continue
+        between = 0.0 if not spoken else pause_s if _ends_sentence(previous_text) else CLAUSE_PAUSE_S
+        try:
+            for k, part in enumerate(iter_parts(segment.text, encode, pause_s, notes)):
+                if k == 0:
+                    part.pause_s = pending if pending is not None else between
+                    pending = None
+                part.speed, part.pitch_shift = segment.speed, segment.pitch_shift
+                spoken += 1
+                yield part
+        except TextError as e:
+            if not isinstance(e, UnspeakableTextError):
+                raise
+            first_error = first_error or e
+            notes.append(f"skipped unspeakable SSML text {_short(segment.text)!r}")
+            continue
+        previous_text = segment.text
+    if not spoken:
+        raise first_error if first_error is not None else UnspeakableTextError("nothing speakable in the SSML document")
+    if pending:
+        tail.append(pending)
+
+
+def _ends_sentence(text: str) -> bool:
+    return text.rstrip().rstrip(_CLOSERS)[-1:] in tuple(_TERMINAL)
+
+
 def _sentences_or_text(sentences: Iterator[str], text: str) -> Iterator[str]:
     """The sentences, or the text itself when it has none (only whitespace: the frontend names the error)."""
     found = False
@@ -150,10 +197,20 @@ def _sentences_or_text(sentences: Iterator[str], text: str) -> Iterator[str]:
         yield text
 
 
-def prepare_parts(text: str, encode: Callable[[str], list[int]], pause_s: float) -> tuple[list[Part], list[str]]:
-    """`iter_parts` all at once -> (parts, notes)."""
+def _source(text: Any, encode: Callable[[str], list[int]], pause_s: float, notes: list[str],
+            tail: list[float]) -> Iterator[Part]:
+    """The parts of plain text (`iter_parts`) or of an SSML document (`iter_document_parts`)."""
+    if isinstance(text, str):
+        return iter_parts(text, encode, pause_s, notes)
+    return iter_document_parts(text, encode, pause_s, notes, tail)
+
+
+def prepare_parts(text: Any, encode: Callable[[str], list[int]], pause_s: float,
+                  tail: list[float] | None = None) -> tuple[list[Part], list[str]]:
+    """`iter_parts` (or `iter_document_parts` of an SSML document) all at once -> (parts, notes); a final
+    break's seconds are appended to `tail`."""
     notes: list[str] = []
-    return list(iter_parts(text, encode, pause_s, notes)), notes
+    return list(_source(text, encode, pause_s, notes, [] if tail is None else tail)), notes
 
 
 class PartStream:
@@ -164,11 +221,13 @@ class PartStream:
     iterating yields the parts made so far, then makes the rest one at a time; `made` holds them in order (part k
     is made[k]); `notes` fills as they are made; `text_s` sums the seconds spent making them."""
 
-    def __init__(self, text: str, encode: Callable[[str], list[int]], pause_s: float) -> None:
+    def __init__(self, text: Any, encode: Callable[[str], list[int]], pause_s: float) -> None:
+        # text: plain text, or an SSML document (tts.text.ssml.SsmlDocument)
         self.made: list[Part] = []
         self.notes: list[str] = []
+        self.tail: list[float] = []  # an SSML document's final break, once the last part is made
         self.text_s = 0.0
-        self._source: Iterator[Part] | None = iter_parts(text, encode, pause_s, self.notes)
+        self._source: Iterator[Part] | None = _source(text, encode, pause_s, self.notes, self.tail)
 
     def _make_next(self) -> bool:
         """Make one more part (False when the text is spent)."""

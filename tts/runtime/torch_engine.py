@@ -67,11 +67,11 @@ class TorchEngine:
         acoustic = checkpoint.load(acoustic_path, device)
         return cls(acoustic, load_vocoder(vocoder, acoustic.mel_config, device=device), device)
 
-    def encode(self, text: str) -> list[int]:
-        return self.frontend.encode(text)
+    def encode(self, text: str, lexicon=None) -> list[int]:
+        return self.frontend.encode(text, lexicon)
 
-    def encode_words(self, text: str):
-        return self.frontend.encode_words(text)
+    def encode_words(self, text: str, lexicon=None):
+        return self.frontend.encode_words(text, lexicon)
 
     def decode(self, ids: Sequence[int]) -> list[str]:
         return self.frontend.decode(list(ids))

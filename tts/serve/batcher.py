@@ -60,8 +60,9 @@ class Job:
 
     @property
     def key(self) -> tuple:
-        """Jobs batch together only with equal controls (one `mels` call takes one value of each)."""
-        return self.utterance.run.controls.batch_key()
+        """Jobs batch together only with equal controls (one `mels` call takes one value of each): those of its
+        next part (the request's, with that part's SSML prosody)."""
+        return self.utterance.controls(self.next_part).batch_key()
 
 
 @dataclass
@@ -184,7 +185,7 @@ class Batcher(_Worker):
             for job in self.jobs:
                 if len(taken) >= self.max_batch:
                     break
-                if job.key != key or not job.ready():
+                if not job.ready() or job.key != key:
                     continue
                 n = len(job.utterance.parts[job.next_part].ids)
                 if n > anchor * self.max_pad_ratio or n * self.max_pad_ratio < anchor:
