@@ -33,7 +33,24 @@ def test_page_speaks_typed_text(server, tmp_path, viewport):
         t0 = page.evaluate("ctx.currentTime")
         page.wait_for_timeout(300)
         assert page.evaluate("ctx.currentTime") > t0 and page.evaluate("ctx.state") == "running"
+        # the words the events carry are shown and highlighted as they are heard, in order
+        seen = []
+        for _ in range(300):
+            states = page.evaluate("[...document.querySelectorAll('#words span')].map(s => s.dataset.state)")
+            seen.append(states)
+            if status.get_attribute("data-state") == "done":
+                break
+            page.wait_for_timeout(50)
         expect(status).to_have_attribute("data-state", "done", timeout=30000)
+        current = [s.index("current") for s in seen if "current" in s]
+        assert len(set(current)) >= 3 and current == sorted(current), current  # the highlight moves forward
+        for states in seen:  # spoken words before the current one, waiting ones after it
+            k = states.index("current") if "current" in states else len([x for x in states if x == "spoken"])
+            assert all(x == "spoken" for x in states[:k]) and all(x == "waiting" for x in states[k + 1:]), states
+        words = page.locator("#words span")
+        assert words.all_inner_texts() == ["Hello", "from", "the", "browser", "This", "second", "sentence",
+                                           "streams", "in", "after", "the", "first"]
+        expect(words.last).to_have_attribute("data-state", "spoken", timeout=5000)
         seconds = float(status.get_attribute("data-seconds"))
         assert 3 < seconds < 15
         assert "Done:" in status.inner_text() and "first audio after" in status.inner_text()

@@ -226,3 +226,51 @@ def test_the_streamed_encoders_hand_on_each_piece_in_process():
     sink.write(b"HEADER")  # rewritten at close inside it: ignored
     with pytest.raises(RuntimeError, match="after they were sent"):
         sink.write(b"AUDIO")
+
+
+def test_sse_events_carry_each_words_timing(client, reference):
+    """The sse deltas carry the words of their audio (seconds from the start of the answer), in order, each
+    inside the audio sent so far: what a client needs to highlight or subtitle as it plays."""
+    events, _ = sse_events(client, response_format="pcm")
+    words, sent = [], 0
+    for e in events[:-1]:
+        sent += len(base64.b64decode(e["audio"])) // 2
+        for w in e.get("words", []):
+            assert 0 <= w["start_s"] < w["end_s"] <= sent / reference[1] + 1e-9 and w["phones"]
+            words.append(w)
+    assert [w["word"].lower() for w in words] == [w.strip(".").lower() for w in TEXT.split()]
+    assert all(a["end_s"] <= b["start_s"] for a, b in zip(words, words[1:]))
+
+
+def test_ssml_input_is_spoken_and_bad_ssml_is_a_400(client, reference):
+    plain = client.audio.speech.create(model="tts-1", voice="alloy", input="Hello there.", response_format="pcm")
+    ssml = client.audio.speech.create(model="tts-1", voice="alloy", response_format="pcm",
+                                      input='<speak>Hello there.<break time="500ms"/></speak>')
+    # the same sentence, then the final break as exact silence
+    assert len(ssml.content) - len(plain.content) == 2 * round(0.5 * reference[1])
+    assert ssml.content.startswith(plain.content) and not ssml.content[len(plain.content):].strip(b"\0")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.audio.speech.create(model="tts-1", voice="alloy", input="<speak>Hello <break time='1s'></speak>")
+    assert "line 1" in str(e.value)
+
+
+def test_a_server_lexicon_changes_the_phones_and_a_bad_one_stops_the_start(tmp_path):
+    """`tts.serve --lexicon FILE`: every request speaks with it (the sse words show the phones); a lexicon with a
+    symbol the voice lacks is one error line and exit 2 before listening."""
+    import subprocess
+    import sys
+
+    from recipes.bench.speech_server import free_port
+    from tts.paths import REPO_ROOT
+
+    lexicon = tmp_path / "lexicon.tsv"
+    lexicon.write_text("sentence\tS EH1 N T AH0 N S\n", encoding="utf-8")
+    with SpeechServer("--rate-limit", "0", "--lexicon", str(lexicon), threads=1) as s:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=120)
+        events, _ = sse_events(c, response_format="pcm")
+    words = [w for e in events[:-1] for w in e.get("words", [])]
+    assert [w["phones"] for w in words if w["word"] == "sentence"] == [["S", "EH1", "N", "T", "AH0", "N", "S"]]
+    lexicon.write_text("sentence\tS QQ\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "tts.serve", "--port", str(free_port()), "--lexicon", str(lexicon)],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.startswith("error:") and "QQ" in out.stderr, out.stderr

@@ -107,3 +107,15 @@ def test_bounded_pieces_is_linear_in_the_length():
     t0 = time.perf_counter()
     n = sum(1 for _ in bounded_pieces(text))
     assert n == pytest.approx(len(text) / MAX_SENTENCE_CHARS, rel=0.1) and time.perf_counter() - t0 < 5.0
+
+
+def test_clause_cuts_never_split_an_inline_pronunciation(frontend):
+    """A sentence too long for the model is cut at clause boundaries and spaces, never inside [[...]]."""
+    from tts.runtime.text_stage import split_clause
+
+    inline = "[[T AH0 M EY1 T OW0 S AA1 S]]"
+    text = " ".join(["word"] * 10 + [inline] + ["word"] * 10)
+    for cut in (split_clause(text), split_clause(f"a {inline} b")):
+        assert cut is not None and all(p.count("[[") == p.count("]]") for p in cut), cut
+    pieces = list(bounded_pieces(" ".join(["word"] * 30 + [inline] * 20), 120))
+    assert all(p.count("[[") == p.count("]]") for p in pieces) and sum(p.count("[[") for p in pieces) == 20

@@ -47,8 +47,10 @@ def bounded_pieces(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> Iterator[s
     while len(rest) > limit:
         window = rest[: limit + 1]  # a boundary right after the limit still makes a piece of `limit`
         cut = 0
+        inside = _inline_spans(window)
         for pattern in _CLAUSE_BREAKS:
-            ends = [m.end() for m in pattern.finditer(window, limit // 2) if m.end() <= limit]
+            ends = [m.end() for m in pattern.finditer(window, limit // 2) if m.end() <= limit
+                    and not _within(m.start(), inside)]
             if ends:
                 cut = ends[-1]
                 break
@@ -60,11 +62,25 @@ def bounded_pieces(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> Iterator[s
         yield rest
 
 
+def _inline_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) of each inline pronunciation ("[[HH AH0 L OW1]]"): never cut inside one (its phones would be
+    two unspeakable halves)."""
+    from tts.text.frontend import INLINE_PHONEMES_RE
+
+    return [m.span() for m in INLINE_PHONEMES_RE.finditer(text)] if "[[" in text else []
+
+
+def _within(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(a < position < b for a, b in spans)
+
+
 def split_clause(text: str) -> tuple[str, str] | None:
     """`text` cut in two at its strongest clause boundary nearest the middle (a character cut in a text
     without spaces); None for text too short to cut.  Used on sentences the model cannot speak whole."""
+    inside = _inline_spans(text)
     for pattern in _CLAUSE_BREAKS:
-        cuts = [m.end() for m in pattern.finditer(text) if m.start() > 0 and m.end() < len(text)]
+        cuts = [m.end() for m in pattern.finditer(text) if m.start() > 0 and m.end() < len(text)
+                and not _within(m.start(), inside)]
         cuts = [c for c in cuts if text[:c].strip() and text[c:].strip()]
         if cuts:
             cut = min(cuts, key=lambda c: abs(c - len(text) / 2))

@@ -96,6 +96,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--shutdown-timeout", type=float, default=5.0,
                    help="seconds responses in progress get to finish after SIGTERM / Ctrl-C")
     p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="refiner noise seed (same text, same audio)")
+    p.add_argument("--lexicon", default=None, metavar="FILE",
+                   help="user lexicon (word TAB phones, one per line) over every voice's own pronunciations")
     p.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
     args = p.parse_args(argv)
     if args.checkpoint is not None and args.voice:
@@ -183,7 +185,7 @@ def load_voices(args: argparse.Namespace):
         voices = {}
         for name in served_voices(args):
             voice = load(args.model, voice=name, checkpoint=args.checkpoint, vocoder=args.vocoder, device=args.device,
-                         runtime=args.runtime, threads=args.threads)
+                         runtime=args.runtime, threads=args.threads, lexicon=args.lexicon)
             voices[name or voice.voice or "default"] = voice
         return voices, None
     except MelConfigMismatchError as e:
@@ -193,7 +195,8 @@ def load_voices(args: argparse.Namespace):
     except Exception as e:  # noqa: BLE001 - a start that fails is one line, never a traceback
         if type(e).__name__ == "PretrainedVocoderError":  # tts.vocoder.pretrained imports torch: not here
             return None, (EXIT_CHECKPOINT, str(e))
-        if isinstance(e, (ValueError, TypeError)):  # an unknown vocoder name, a device that is not there
+        if isinstance(e, (ValueError, TypeError)) or type(e).__name__ == "PronunciationError":
+            # an unknown vocoder name, a device that is not there, a bad --lexicon line
             return None, (EXIT_USAGE, str(e))
         if os.environ.get("TTS_DEBUG"):
             raise

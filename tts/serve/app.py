@@ -328,7 +328,9 @@ def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits()
         try:
             try:
                 controls = voice.controls(seed=limits.seed, speed=speed)
-                utt = await run_in_threadpool(voice.pipeline.utterance, req.input, controls)
+                # sse events carry each part's words (timestamps from the model's durations)
+                utt = await run_in_threadpool(voice.pipeline.utterance, req.input, controls,
+                                              timestamps=req.stream_format == "sse")
                 job = Job(utt, deliver, window=limits.parts_ahead)
             except TextError as e:
                 raise ApiError(400, f"input: {e}", "input", "bad_text") from e
@@ -369,20 +371,35 @@ def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits()
         audio = encoder(req.response_format, sample_rate)
         sse = req.stream_format == "sse"
         samples = 0
+        fresh_words: list[dict] = []  # words placed since the last event (sse)
 
         def chunk(k: int, wave: np.ndarray, head: bytes) -> bytes:
             """Part k with the pause before it, encoded (after `head`, the format's header before part 0)."""
             nonlocal samples
-            wave = np.concatenate([to_int16(voice.pipeline.silence(utt.parts[k].pause_s)), wave])
+            pause = to_int16(voice.pipeline.silence(utt.parts[k].pause_s))
+            placed = len(utt.run.words)
+            voice.pipeline.place_words(utt, k, samples + pause.size)  # (timestamps asked for: sse)
+            fresh_words.extend(w.to_dict() for w in utt.run.words[placed:])
+            wave = np.concatenate([pause, wave])
             samples += wave.size
             return head + audio.piece(wave)
 
+        def tail() -> bytes:
+            """An SSML document's final break, as silence after the last part."""
+            nonlocal samples
+            silence = to_int16(voice.pipeline.silence(utt.tail_s))
+            samples += silence.size
+            return audio.piece(silence) if silence.size else b""
+
         async def encoded(fn, *args) -> bytes:
-            """The encoder's bytes, as server-sent events for "sse"; a costly encoder runs on a worker thread
-            (the event loop keeps streaming the other responses)."""
+            """The encoder's bytes, as server-sent events for "sse" (with the words of the audio in them, seconds
+            from the start of the answer); a costly encoder runs on a worker thread (the event loop keeps
+            streaming the other responses)."""
             data = await run_in_threadpool(fn, *args) if audio.costly else fn(*args)
-            if sse and data:
-                return sse_event("speech.audio.delta", audio=base64.b64encode(data).decode("ascii"))
+            if sse and (data or fresh_words):
+                words = {"words": fresh_words[:]} if fresh_words else {}
+                fresh_words.clear()
+                return sse_event("speech.audio.delta", audio=base64.b64encode(data).decode("ascii"), **words)
             return data
 
         def done() -> bytes:
@@ -410,7 +427,7 @@ def create_app(speakers: dict[str, Speaker], limits: ServeLimits = ServeLimits()
                     if k < 0:
                         if item is not None:
                             raise StreamAborted(f"synthesis failed: {item}")
-                        yield await encoded(audio.finish) + done()
+                        yield await encoded(tail) + await encoded(audio.finish) + done()
                         return
             finally:
                 batcher.cancel(job)  # the client went away or the stream ended: drop what is left

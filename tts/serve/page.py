@@ -1,6 +1,8 @@
-"""The page at `/`: type text, hear it.  It asks for pcm and plays each piece with Web Audio as it arrives
-(streaming playback), then offers the whole as a wav in an <audio> element (replay, download).  Its state
-is in #status's data-state (idle / loading / playing / done / error) for people and for the browser test."""
+"""The page at `/`: type text, hear it.  It asks for pcm as server-sent events (stream_format "sse") and plays
+each piece with Web Audio as it arrives (streaming playback), showing the words the events carry and
+highlighting each while it is heard (its timing from the model's durations), then offers the whole as a wav in
+an <audio> element (replay, download).  Its state is in #status's data-state (idle / loading / playing / done /
+error), each word's in its data-state (waiting / current / spoken), for people and for the browser test."""
 
 from __future__ import annotations
 
@@ -18,6 +20,10 @@ _TEMPLATE = """<!doctype html>
  #status[data-state=error] { color: #b00020; }
  audio { width: 100%; margin-top: .5rem; }
  small { color: #666; }
+ #words { line-height: 1.8; min-height: 1.8em; }
+ #words span { padding: 0 .1em; border-radius: .2em; }
+ #words span[data-state=current] { background: #ffe08a; }
+ #words span[data-state=spoken] { color: #555; }
 </style></head>
 <body>
 <h1>Speech server</h1>
@@ -30,6 +36,7 @@ _TEMPLATE = """<!doctype html>
  <button id="speak" type="button">Speak</button>
  <span id="status" data-state="idle" role="status">Ready.</span>
 </div>
+<p id="words" aria-live="off"></p>
 <audio id="player" controls hidden></audio>
 <script>
 const CONFIG = __CONFIG__;
@@ -52,6 +59,61 @@ function wavBlob(chunks, rate) {
   return new Blob([buf], {type: "audio/wav"});
 }
 
+// Word highlighting: each word's start/end (seconds of the answer) is mapped to the audio clock through the
+// pieces as they were scheduled (piece k: its first sample's offset in the answer and its start on ctx's clock).
+const wordsEl = document.getElementById("words");
+let pieces = [], spans = [], raf = null;
+
+function clockOf(seconds) {
+  const sample = seconds * CONFIG.rate;
+  let p = pieces[0];
+  for (const q of pieces) { if (q.offset <= sample) p = q; else break; }
+  return p ? p.at + (sample - p.offset) / CONFIG.rate : Infinity;
+}
+
+function highlight() {
+  const now = ctx.currentTime;
+  for (const s of spans) {
+    const state = now >= clockOf(s.end) ? "spoken" : now >= clockOf(s.start) ? "current" : "waiting";
+    if (s.el.dataset.state !== state) s.el.dataset.state = state;
+  }
+  const state = statusEl.dataset.state;
+  const over = state === "error" || (state === "done" && spans.every(s => s.el.dataset.state === "spoken"));
+  raf = over ? null : requestAnimationFrame(highlight);
+}
+
+function addWords(words) {
+  for (const w of words) {
+    const el = document.createElement("span");
+    el.textContent = w.word; el.dataset.state = "waiting"; el.title = w.phones.join(" ");
+    wordsEl.append(el, " ");
+    spans.push({el, start: w.start_s, end: w.end_s});
+  }
+  if (raf === null) raf = requestAnimationFrame(highlight);
+}
+
+// the events of a text/event-stream body, one JSON object per "data:" line, as they arrive
+async function* events(resp) {
+  const reader = resp.body.getReader(), decoder = new TextDecoder();
+  let text = "";
+  for (;;) {
+    const {done, value} = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, {stream: true});
+    let cut;
+    while ((cut = text.indexOf("\\n\\n")) >= 0) {
+      const block = text.slice(0, cut); text = text.slice(cut + 2);
+      for (const line of block.split("\\n")) if (line.startsWith("data: ")) yield JSON.parse(line.slice(6));
+    }
+  }
+}
+
+function pcmOf(b64) {
+  const bin = atob(b64), bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return new Int16Array(bytes.buffer, 0, bytes.length >> 1);
+}
+
 async function speak() {
   const text = document.getElementById("text").value;
   const speed = parseFloat(document.getElementById("speed").value);
@@ -62,30 +124,29 @@ async function speak() {
     if (!ctx) ctx = new AudioContext({sampleRate: CONFIG.rate});
     await ctx.resume();
     const resp = await fetch("/v1/audio/speech", {method: "POST", headers: {"Content-Type": "application/json"},
-      body: JSON.stringify({model: CONFIG.model, voice: document.getElementById("voice").value, input: text, response_format: "pcm", speed})});
+      body: JSON.stringify({model: CONFIG.model, voice: document.getElementById("voice").value, input: text,
+                            response_format: "pcm", stream_format: "sse", speed})});
     if (!resp.ok) {
       let message = resp.status + " " + resp.statusText;
       try { message = (await resp.json()).error.message; } catch (e) {}
       throw new Error(message);
     }
-    const reader = resp.body.getReader();
     const chunks = [];
-    let carry = null, at = ctx.currentTime + 0.05, samples = 0, firstMs = null, last = null;
-    for (;;) {
-      const {done, value} = await reader.read();
-      if (done) break;
-      let bytes = value;
-      if (carry) { bytes = new Uint8Array(carry.length + value.length); bytes.set(carry); bytes.set(value, carry.length); carry = null; }
-      if (bytes.length % 2) { carry = bytes.slice(bytes.length - 1); bytes = bytes.slice(0, bytes.length - 1); }
-      if (!bytes.length) continue;
-      const pcm = new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+    let at = ctx.currentTime + 0.05, samples = 0, firstMs = null, last = null;
+    wordsEl.textContent = ""; pieces = []; spans = [];
+    for await (const event of events(resp)) {
+      if (event.type !== "speech.audio.delta") continue;
+      const pcm = pcmOf(event.audio);
+      if (!pcm.length) { if (event.words) addWords(event.words); continue; }
       chunks.push(pcm);
       const audio = ctx.createBuffer(1, pcm.length, CONFIG.rate), ch = audio.getChannelData(0);
       for (let i = 0; i < pcm.length; i++) ch[i] = pcm[i] / 32768;
       const src = ctx.createBufferSource();
       src.buffer = audio; src.connect(ctx.destination);
       at = Math.max(at, ctx.currentTime);
-      src.start(at); at += audio.duration; samples += pcm.length; last = src;
+      src.start(at); pieces.push({offset: samples, at});
+      at += audio.duration; samples += pcm.length; last = src;
+      if (event.words) addWords(event.words);
       if (firstMs === null) firstMs = performance.now() - t0;
       setStatus("playing", "Playing… first audio after " + (firstMs / 1000).toFixed(2) + " s");
       statusEl.dataset.seconds = (samples / CONFIG.rate).toFixed(2);
