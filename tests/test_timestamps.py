@@ -82,3 +82,18 @@ def test_cli_refuses_bad_timestamp_options(tmp_path: Path, args: list[str], mess
 def test_cli_timestamps_and_out_the_same_file(tmp_path: Path):
     r = run("--text", TEXT, "--out", str(tmp_path / "a.json"), "--timestamps", str(tmp_path / "a.json"))
     assert r.returncode == 2 and "same file" in r.stderr
+
+
+def test_word_timing_benchmark_pairs_words_with_the_recordings(fixture_corpus: Path, tmp_path: Path):
+    """recipes.bench.word_timing on the fixture corpus' two test sentences: our words paired with Festival's by
+    text, boundary errors measured (finite, within a second: the same sentences at a similar pace)."""
+    from recipes.bench.word_timing import festival_words, main
+
+    assert main(["--data", str(fixture_corpus), "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "word_timing.json").read_text())
+    assert report["sentences"] == 2 and report["words_paired"] >= 0.8 * report["words_reference"] > 0
+    for key in ("boundary_error_ms", "pace_fitted_boundary_error_ms"):
+        assert 0 <= report[key]["median"] <= report[key]["p90"] < 1000, report
+    uid = (fixture_corpus / "splits" / "test.txt").read_text().split()[0]
+    words = festival_words(fixture_corpus, uid)
+    assert all(a < b for _, a, b in words) and all(w[2] <= v[1] + 1e-9 for w, v in zip(words, words[1:]))

@@ -3,8 +3,10 @@ the held-out test sentences of a corpus, each synthesised with timestamps (the d
 runs it), against the Festival segmentation of the same sentence's recording (data/slt/segments).
 
 This measures the voice's predicted timing against the recording's, the error a subtitle made from our
-timestamps would have on the recording; on our own audio the timestamps are exact by construction (a word is its
-phones' frames: tests/test_pipeline.py).  Words are paired by their text (difflib), so that a sentence the
+timestamps would have on the recording (its pace and pauses are not ours: errors grow along a sentence); and,
+with each sentence's pace fitted out (the recording's boundaries regressed on ours by a line per sentence), how
+well the words sit relative to each other.  On our own audio the timestamps are exact by construction (a word is
+its phones' frames: tests/test_pipeline.py).  Words are paired by their text (difflib), so that a sentence the
 normaliser reads differently from Festival loses only the words that differ.
 
     python -m recipes.bench.word_timing --data data/slt --out docs/results/timestamps
@@ -46,6 +48,7 @@ def measure(data: Path, limit: int | None, runtime: str) -> dict:
     uids = read_split(data, "test")[:limit]
     start_err: list[float] = []
     end_err: list[float] = []
+    fitted_err: list[float] = []  # boundaries after each sentence's line fit (pace and offset removed)
     ours_total = ref_total = 0
     for uid in uids:
         result = pipeline.synthesize(texts[uid], pipeline.controls(), batch_size=1, timestamps=True)
@@ -53,11 +56,17 @@ def measure(data: Path, limit: int | None, runtime: str) -> dict:
         ref = [(_key(w), a, b) for w, a, b in festival_words(data, uid)]
         ours_total, ref_total = ours_total + len(ours), ref_total + len(ref)
         matcher = difflib.SequenceMatcher(a=[w for w, _, _ in ours], b=[w for w, _, _ in ref], autojunk=False)
+        mine, theirs = [], []
         for block in matcher.get_matching_blocks():
             for k in range(block.size):
                 (_, a0, a1), (_, b0, b1) = ours[block.a + k], ref[block.b + k]
                 start_err.append(abs(a0 - b0) * 1000)
                 end_err.append(abs(a1 - b1) * 1000)
+                mine += [a0, a1]
+                theirs += [b0, b1]
+        if len(mine) >= 4:
+            slope, offset = np.polyfit(mine, theirs, 1)
+            fitted_err += list(np.abs(slope * np.array(mine) + offset - np.array(theirs)) * 1000)
     both = np.array(start_err + end_err)
     return {
         "corpus": str(data), "split": "test", "sentences": len(uids), "runtime": pipeline.engine.name,
@@ -66,6 +75,8 @@ def measure(data: Path, limit: int | None, runtime: str) -> dict:
                               "mean": float(both.mean())},
         "start_error_ms": {"median": float(np.median(start_err)), "p90": float(np.percentile(start_err, 90))},
         "end_error_ms": {"median": float(np.median(end_err)), "p90": float(np.percentile(end_err, 90))},
+        "pace_fitted_boundary_error_ms": {"median": float(np.median(fitted_err)),
+                                          "p90": float(np.percentile(fitted_err, 90))},
     }
 
 
