@@ -101,6 +101,22 @@ class Engine(Protocol):
         without Capabilities.streaming, or a part the frame guard cut: the pipeline speaks it whole)."""
 
 
+class TextEncoding:
+    """The text side of an engine, the same for both: its voice's frontend (`self.frontend`) with an optional
+    user lexicon."""
+
+    frontend: Any
+
+    def encode(self, text: str, lexicon: Any = None) -> list[int]:
+        return self.frontend.encode(text, lexicon)
+
+    def encode_words(self, text: str, lexicon: Any = None) -> Any:
+        return self.frontend.encode_words(text, lexicon)
+
+    def decode(self, ids: Sequence[int]) -> list[str]:
+        return self.frontend.decode(list(ids))
+
+
 def timed_pieces(chunks: Iterator[Any], push: Callable[[Any], np.ndarray], finish: Callable[[], np.ndarray],
                  prepare_s: float = 0.0, durations: np.ndarray | None = None) -> Iterator[StreamPiece]:
     """An engine's `stream_part` from its mel chunks (in order, each final) and its streaming vocoder (`push` a

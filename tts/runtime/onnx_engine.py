@@ -23,7 +23,7 @@ from tts.errors import CheckpointError
 from tts.noise import item_noise_seed
 from tts.paths import CHECKPOINT_DIR
 from tts.runtime.controls import Controls
-from tts.runtime.engine import Capabilities, MelBatch, StreamPiece
+from tts.runtime.engine import Capabilities, MelBatch, StreamPiece, TextEncoding
 from tts.runtime.onnx_blocks import BlockVoice, VocoderStream, pad_ids
 from tts.vocoder.render import RenderInput, Synthesis, hann_window, render
 
@@ -145,7 +145,7 @@ def fix_mmap_threshold(threshold: int = 128 * 1024) -> None:
         pass
 
 
-class OnnxEngine:
+class OnnxEngine(TextEncoding):
     """One exported voice (default: the export's default voice) and the vocoder; see the module docstring."""
 
     name = "onnx"
@@ -208,15 +208,6 @@ class OnnxEngine:
         """The export in `onnx_dir` (default checkpoints/onnx), its `voice` (default: its default voice);
         `verify` checks each graph's sha256."""
         return cls(onnx_dir, read_manifest(onnx_dir, verify=verify), threads, voice)
-
-    def encode(self, text: str, lexicon=None) -> list[int]:
-        return self.frontend.encode(text, lexicon)
-
-    def encode_words(self, text: str, lexicon=None):
-        return self.frontend.encode_words(text, lexicon)
-
-    def decode(self, ids: Sequence[int]) -> list[str]:
-        return self.frontend.decode(list(ids))
 
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
              forced_frames: Sequence[int] | None = None) -> MelBatch:

@@ -16,7 +16,7 @@ from tts.durations import attention_durations
 from tts.errors import CheckpointError
 from tts.noise import item_noise_seed
 from tts.runtime.controls import Controls
-from tts.runtime.engine import Capabilities, MelBatch, StreamPiece, timed_pieces
+from tts.runtime.engine import Capabilities, MelBatch, StreamPiece, TextEncoding, timed_pieces
 from tts.text import TextFrontend
 from tts.vocoder.base import Vocoder
 from tts.vocoder.registry import load_vocoder
@@ -37,7 +37,7 @@ def pad_tokens(ids: Sequence[Sequence[int]], device: str = "cpu") -> tuple[torch
     return tokens, lengths
 
 
-class TorchEngine:
+class TorchEngine(TextEncoding):
     """One acoustic checkpoint + one vocoder on a torch device.  `vocoder` may be None for a mel-only engine
     (the benchmark's memory probe of the acoustic model alone); `vocode` then raises."""
 
@@ -66,15 +66,6 @@ class TorchEngine:
     def from_paths(cls, acoustic_path: str | Path, vocoder: str, device: str = "cpu") -> "TorchEngine":
         acoustic = checkpoint.load(acoustic_path, device)
         return cls(acoustic, load_vocoder(vocoder, acoustic.mel_config, device=device), device)
-
-    def encode(self, text: str, lexicon=None) -> list[int]:
-        return self.frontend.encode(text, lexicon)
-
-    def encode_words(self, text: str, lexicon=None):
-        return self.frontend.encode_words(text, lexicon)
-
-    def decode(self, ids: Sequence[int]) -> list[str]:
-        return self.frontend.decode(list(ids))
 
     @torch.inference_mode()
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
