@@ -106,3 +106,11 @@ def test_cli_speaks_ssml_with_a_lexicon_and_refuses_bad_ssml(tmp_path: Path):
     bad.write_text("tomato\tT AH0 QQ\n", encoding="utf-8")
     r = run("--text", "Hi.", "--lexicon", str(bad), "--out", str(tmp_path / "c.wav"))
     assert r.returncode == 3 and "QQ" in r.stderr, r.stderr
+
+
+def test_prosody_beyond_the_models_range_is_held_to_it_with_a_note(pipeline: Pipeline):
+    c = pipeline.controls(seed=1, speed=2.0)
+    held = pipeline.synthesize('<speak><prosody rate="x-fast" pitch="+10st">Hello there.</prosody></speak>',
+                               c.replace(pitch_shift=6.0))
+    assert any("held to the model's ranges" in n for n in held.notes), held.notes
+    np.testing.assert_array_equal(held.wave, pipeline.synthesize("Hello there.", c.replace(pitch_shift=12.0)).wave)
