@@ -1,6 +1,11 @@
-"""Fuzz the Python API with hostile text and controls, for a bounded time (issue 35).
+"""Fuzz the Python API, the CLI and the speech server with hostile input, for a bounded time (issue 35).
 
-    python -m recipes.bench.fuzz --seconds 120 --out exp/fuzz [--runtime onnx torch] [--seed 0] [--call-limit 45]
+    python -m recipes.bench.fuzz --target api cli server --minutes 2 --seed 1 --out DIR
+        [--runtime onnx torch] [--call-limit 45] [--memory-bound-mb 2500] [--cli-command ...] [--server-command ...]
+
+Each target runs for --seconds / --minutes, one after the other.  "cli" and "server" (recipes.bench.fuzz_targets)
+drive real `python -m tts.synthesize` processes and a real `python -m tts.serve` started here (HTTP and raw
+sockets) with the text classes below; their findings are described there.  "api":
 
 Each call is `voice.synthesize(text, **controls)` or `voice.stream(text, **controls)` (consumed whole, or abandoned
 after its first chunk) on a voice of `tts.load(runtime=...)`, with text drawn from hostile classes (random Unicode
@@ -14,12 +19,13 @@ non-finite, out-of-range or empty audio, a thread left running after the call (a
 that dies, or a call that runs past `--call-limit` seconds (a hang: the calls are sized to finish in a few seconds,
 texts over LONG_TEXT characters get only cheap controls).  Near-silent audio of an accepted text is counted
 ("quiet") and kept as examples, not a finding (a text of one letter can be near-silent).  The refusals are counted
-by message (`refusals`), for a reader to audit.
+by message (`refusals`), for a reader to audit.  The calls run in a worker process (the voices loaded once), so
+that a hang can be stopped: the worker is killed and started again.
 
-The calls run in a worker process (the voices loaded once), so that a hang can be stopped: the worker is killed
-and started again.  Writes DIR/summary.json (calls, outcomes by kind, by text class and by runtime, findings with
-the input's repr, the worker's memory) and DIR/worker.log (the library's warnings), prints one line, and exits 1
-when there are findings.
+Writes DIR/summary.json (per target under its name: calls, outcomes by kind and by class, findings with their
+input; "by_target": each target's counts), DIR/findings/TARGET-NNN.json + .input.bin (reproducers: the first 50
+findings of a target, then the first of each kind), DIR/worker.log (the library's warnings) and DIR/server.log;
+prints a line per target and a total, and exits 1 when there are findings.
 """
 
 from __future__ import annotations
@@ -413,9 +419,9 @@ class Worker:
 
 
 # --- the run ----------------------------------------------------------------------------------------------------
-def fuzz(seconds: float, out: Path, runtimes: list[str], seed: int = 0, call_limit: float = 45.0,
-         loader: str = "recipes.bench.fuzz:load_voice") -> dict[str, Any]:
-    """Run cases for `seconds` (the last call may run up to `call_limit` past it); write out/summary.json; return it."""
+def fuzz_api(seconds: float, out: Path, runtimes: list[str], seed: int = 0, call_limit: float = 45.0,
+             loader: str = "recipes.bench.fuzz:load_voice") -> dict[str, Any]:
+    """Run API cases for `seconds` (the last call may run up to `call_limit` past it); the API's summary."""
     out.mkdir(parents=True, exist_ok=True)
     t_load = time.perf_counter()
     log = out / "worker.log"
@@ -481,7 +487,6 @@ def fuzz(seconds: float, out: Path, runtimes: list[str], seed: int = 0, call_lim
         "worker_restarts": restarts,
         "worker_rss_mb": {"start": rss_start, "every_calls": rss_curve, "end": rss_end},
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
 
@@ -491,30 +496,97 @@ def _fold(message: str) -> str:
     return re.sub(r"-?\d+(?:[.e][+-]?\d+)*", "N", message)[:140]
 
 
-def one_line(summary: dict[str, Any], out: Path) -> str:
-    kinds = summary["kinds"]
-    per_runtime = ", ".join(f"{k} {sum(v.values())}" for k, v in summary["by_runtime"].items())
-    return (f"fuzz: {summary['calls']} calls in {summary['seconds']:.0f} s ({per_runtime}): {kinds.get('audio', 0)} "
-            f"audio, {kinds.get('quiet', 0)} quiet, {kinds.get('refused', 0)} refused, {summary['findings_count']} "
-            f"findings{' (' + ', '.join(f'{k} {n}' for k, n in summary['finding_kinds'].items()) + ')' if summary['findings_count'] else ''}"
-            f" -> {out / 'summary.json'}")
+TARGETS = ("api", "cli", "server")
+
+
+def fuzz(seconds: float, out: Path, runtimes: list[str], seed: int = 0, call_limit: float = 45.0,
+         loader: str = "recipes.bench.fuzz:load_voice", targets: tuple[str, ...] | list[str] = TARGETS,
+         cli_command: str | None = None, server_command: str | None = None,
+         memory_bound_mb: float | None = None) -> dict[str, Any]:
+    """Fuzz each of `targets` for `seconds`, one after the other; write out/summary.json ({"seconds", "seed",
+    "targets", "calls", "findings_count", "by_target": {target: {"calls", "findings_count", "kinds",
+    "finding_kinds"}}, and each target's full summary under its name}) and each finding's input under
+    out/findings/; return the summary."""
+    from recipes.bench import fuzz_targets as ft
+
+    out.mkdir(parents=True, exist_ok=True)
+    bound = ft.MEMORY_BOUND_MB if memory_bound_mb is None else memory_bound_mb
+    t0 = time.perf_counter()
+    parts: dict[str, dict[str, Any]] = {}
+    for target in targets:
+        if target == "api":
+            parts[target] = fuzz_api(seconds, out, runtimes, seed, call_limit, loader)
+            repro = ft._Reproducers(out, "api")
+            for finding in parts[target]["findings"]:
+                finding["input"]["reproducer"] = repro.write(
+                    {**finding["input"], "note": "the call: voice.<method>(<text>, **kwargs); text and kwargs are "
+                     "Python reprs (ascii()); input.bin is the text's repr"}, finding["input"]["text"].encode(),
+                    finding["what"])
+        elif target == "cli":
+            parts[target] = ft.fuzz_cli(seconds, out, seed, call_limit, cli_command or ft.CLI_COMMAND, bound)
+        else:
+            parts[target] = ft.fuzz_server(seconds, out, seed, call_limit, server_command or ft.SERVER_COMMAND, bound)
+    summary = {"seconds": round(time.perf_counter() - t0, 1), "seed": seed, "targets": list(targets),
+               "calls": sum(p["calls"] for p in parts.values()),
+               "findings_count": sum(p["findings_count"] for p in parts.values()),
+               "by_target": {t: {"calls": p["calls"], "findings_count": p["findings_count"], "kinds": p["kinds"],
+                                 "finding_kinds": p["finding_kinds"]} for t, p in parts.items()},
+               **parts}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def summary_lines(summary: dict[str, Any], out: Path) -> list[str]:
+    """One line per target, then the total:
+    fuzz api: N calls in S s (onnx n, torch n): a audio, q quiet, r refused, f findings (kind n, ...)
+    fuzz: N calls, F findings -> out/summary.json"""
+    lines = []
+    for target, t in summary["by_target"].items():
+        k, part = t["kinds"], summary[target]
+        where = (" (" + ", ".join(f"{r} {sum(v.values())}" for r, v in part["by_runtime"].items()) + ")"
+                 if target == "api" else "")
+        kinds = ", ".join(f"{what} {n}" for what, n in t["finding_kinds"].items())
+        lines.append(f"fuzz {target}: {t['calls']} calls in {part['seconds']:.0f} s{where}: {k.get('audio', 0)} audio, "
+                     + (f"{k.get('quiet', 0)} quiet, " if "quiet" in k else "")
+                     + f"{k.get('refused', 0)} refused, {t['findings_count']} findings"
+                     + (f" ({kinds})" if kinds else ""))
+    lines.append(f"fuzz: {summary['calls']} calls in {summary['seconds']:.0f} s, {summary['findings_count']} findings "
+                 f"-> {out / 'summary.json'}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m recipes.bench.fuzz", description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=float, required=True, help="how long to fuzz (the last call may run past it)")
-    p.add_argument("--out", type=Path, required=True, help="folder for summary.json")
+    when = p.add_mutually_exclusive_group(required=True)
+    when.add_argument("--seconds", type=float, help="how long to fuzz each target (the last call may run past it)")
+    when.add_argument("--minutes", type=float, help="the same in minutes")
+    p.add_argument("--out", type=Path, required=True, help="folder for summary.json, findings/ and the logs")
+    p.add_argument("--target", nargs="+", choices=TARGETS, default=list(TARGETS),
+                   help="what to fuzz, one after the other: the Python API (in a worker process), the CLI "
+                        "(python -m tts.synthesize processes), the server (a python -m tts.serve started here, "
+                        "over HTTP and raw sockets); default all")
     p.add_argument("--runtime", nargs="+", choices=["onnx", "torch"], default=["onnx", "torch"],
-                   help="the engines to call (tts.load(runtime=...)), alternating at random")
+                   help="api: the engines to call (tts.load(runtime=...)), alternating at random")
     p.add_argument("--seed", type=int, default=0, help="the cases' seed (a run is repeatable case for case)")
     p.add_argument("--call-limit", type=float, default=45.0, help="seconds one call may take before it is a hang")
     p.add_argument("--loader", default="recipes.bench.fuzz:load_voice",
-                   help="MODULE:FUNCTION (runtime) -> voice, run in the worker (tests inject a broken voice)")
+                   help="api: MODULE:FUNCTION (runtime) -> voice, run in the worker (tests inject a broken voice)")
+    p.add_argument("--cli-command", default=None,
+                   help="cli: the command to run, shell words (default: this python -m tts.synthesize; tests point "
+                        "it at a broken stand-in)")
+    p.add_argument("--server-command", default=None,
+                   help="server: the command to start, given --host and --port after these words (default: this "
+                        "python -m tts.serve --rate-limit 0 --threads 1 --header-timeout 3 --body-timeout 3)")
+    p.add_argument("--memory-bound-mb", type=float, default=None,
+                   help="cli: a child's peak RSS, server: its RSS rise over its level after start, past which a "
+                        "case is a finding (default 2500)")
     args = p.parse_args(argv)
-    if not args.seconds > 0 or not args.call_limit > 0:
-        p.error("--seconds and --call-limit must be > 0")
-    summary = fuzz(args.seconds, args.out, args.runtime, args.seed, args.call_limit, args.loader)
-    print(one_line(summary, args.out))
+    seconds = args.seconds if args.seconds is not None else args.minutes * 60
+    if not seconds > 0 or not args.call_limit > 0:
+        p.error("--seconds/--minutes and --call-limit must be > 0")
+    summary = fuzz(seconds, args.out, args.runtime, args.seed, args.call_limit, args.loader,
+                   list(dict.fromkeys(args.target)), args.cli_command, args.server_command, args.memory_bound_mb)
+    print("\n".join(summary_lines(summary, args.out)))
     return 1 if summary["findings_count"] else 0
 
 
