@@ -65,7 +65,7 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def export_one(src: Path, dst: Path, half: bool, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def export_one(src: Path, dst: Path, precision: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """One training checkpoint -> one release file; `overrides` replace inference-time model config
     values (e.g. the NAR's default `refine_steps`), never anything the weights depend on."""
     if not src.is_file():
@@ -95,7 +95,7 @@ def export_one(src: Path, dst: Path, half: bool, overrides: dict[str, Any] | Non
                                f"that {type(loaded.model).__name__} takes)")
         loaded.meta.model_config[key] = value
     loaded.meta.info = {**loaded.meta.info, **info, **({"overrides": dict(overrides)} if overrides else {})}
-    checkpoint.save(dst, loaded.model, loaded.meta, half=half)
+    checkpoint.save(dst, loaded.model, loaded.meta, precision)
     checkpoint.load(dst)  # it must load back on its own
     return {"file": str(dst), "mb": dst.stat().st_size / 2**20, **info}
 
@@ -146,7 +146,7 @@ def release_voices(voices: dict[str, list[str]], default_voice: str, acoustic: d
 
 
 def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
-            half: bool = True, max_total_mb: float = 60.0,
+            precision: str = "fp16", max_total_mb: float = 60.0,
             overrides: dict[str, dict[str, Any]] | None = None, force: bool = False,
             shipped_dir: Path = CHECKPOINT_DIR) -> dict[str, Any]:
     """`vocoders`: shipped name (tts.vocoder.registry.SHIPPED) -> training checkpoint to export, or None to
@@ -160,7 +160,7 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
     try:
         shipped_voices = release_voices(dict(default["voices"]), default["voice"], acoustic, out_dir)
         return _release(acoustic, shipped_vocoder_sources(vocoders, default["vocoder"], out_dir, shipped_dir), default,
-                        out_dir, half, max_total_mb, overrides, shipped_voices)
+                        out_dir, precision, max_total_mb, overrides, shipped_voices)
     except BaseException:
         for folder in created:  # deepest first
             if folder.is_dir() and not any(folder.iterdir()):
@@ -169,7 +169,7 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
 
 
 def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
-             half: bool, max_total_mb: float, overrides: dict[str, dict[str, Any]] | None,
+             precision: str, max_total_mb: float, overrides: dict[str, dict[str, Any]] | None,
              voices: dict[str, list[str]]) -> dict[str, Any]:
     unknown = sorted(set(vocoders) - set(SHIPPED))
     if unknown:
@@ -187,11 +187,11 @@ def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], d
         files: dict[str, Any] = {}
         for name, src in acoustic.items():
             if src:
-                files[f"{name}.pt"] = export_one(Path(src), stage / f"{name}.pt", half, (overrides or {}).get(name))
+                files[f"{name}.pt"] = export_one(Path(src), stage / f"{name}.pt", precision, (overrides or {}).get(name))
         vocoder_rels = {_vocoder_rel(name) for name in SHIPPED}
         for name, src in vocoders.items():
             if src:
-                files[_vocoder_rel(name)] = export_one(Path(src), stage / _vocoder_rel(name), half)
+                files[_vocoder_rel(name)] = export_one(Path(src), stage / _vocoder_rel(name), precision)
         # Files already released there and not replaced stay (acoustic models such as nar_block.pt included),
         # with the provenance the earlier release recorded for them, and count towards the budget.
         prior_path = out_dir / "release.json"
@@ -235,7 +235,7 @@ def synthesis_command(out_dir: Path, default: dict[str, Any]) -> str:
 def main(cfg: DictConfig) -> None:
     out_dir = Path(cfg.out_dir)
     summary = release(dict(cfg.acoustic), dict(cfg.vocoders), OmegaConf.to_container(cfg.default), out_dir,
-                      half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
+                      precision=str(cfg.precision), max_total_mb=float(cfg.max_total_mb),
                       overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v}, force=bool(cfg.force))
     print(json.dumps(summary, indent=2))
     print(f"released {len(summary['files'])} file(s), {summary['total_mb']:.1f} MB, into {out_dir}\n"

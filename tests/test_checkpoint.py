@@ -38,13 +38,46 @@ def test_round_trip_rebuilds_model_from_file_alone(nar: Path):
 
 
 def test_half_export_is_smaller_and_loads_as_float32(nar: Path, tmp_path: Path):
-    checkpoint.export(nar, tmp_path / "half.pt", half=True, info={"exported": True})
+    checkpoint.export(nar, tmp_path / "half.pt", "fp16", info={"exported": True})
     assert (tmp_path / "half.pt").stat().st_size < 0.6 * nar.stat().st_size
     full, half = checkpoint.load(nar).model, checkpoint.load(tmp_path / "half.pt")
     w = next(n for n, p in full.named_parameters() if p.numel() > 100)
     assert dict(half.model.named_parameters())[w].dtype == torch.float32
     assert (dict(half.model.named_parameters())[w] - dict(full.named_parameters())[w]).abs().max() < 1e-3
     assert half.meta.info["exported"] is True
+
+
+def test_int8_export_is_a_quarter_and_loads_within_half_a_step(nar: Path, tmp_path: Path):
+    """precision int8: every weight tensor of INT8_MIN_ELEMENTS or more stored as int8 + one fp16 scale per output
+    channel, read back as float32 within half a quantisation step of the original; the rest fp16."""
+    checkpoint.export(nar, tmp_path / "q.pt", "int8")
+    assert (tmp_path / "q.pt").stat().st_size < 0.4 * nar.stat().st_size
+    stored = raw_of(tmp_path / "q.pt")["state_dict"]
+    full, q = checkpoint.load(nar).model.state_dict(), checkpoint.load(tmp_path / "q.pt").model.state_dict()
+    quantised = [k for k, v in full.items() if v.is_floating_point() and v.dim() >= 2
+                 and v.numel() >= checkpoint.INT8_MIN_ELEMENTS]
+    assert quantised and all(stored[k].dtype == torch.int8 for k in quantised)
+    for k in quantised:
+        step = stored[k + checkpoint.INT8_SCALE].float().reshape(-1, *[1] * (full[k].dim() - 1))
+        assert q[k].dtype == torch.float32 and bool(((q[k] - full[k]).abs() <= step / 2 + 1e-6).all()), k
+    assert all(stored[k].dtype == torch.float16 for k, v in full.items() if v.is_floating_point() and k not in quantised)
+
+
+@pytest.mark.parametrize("damage", ["no scale", "no tensor", "wrong shape"])
+def test_a_damaged_int8_weight_is_a_corrupt_file(nar: Path, tmp_path: Path, damage: str):
+    checkpoint.export(nar, tmp_path / "q.pt", "int8")
+    raw = raw_of(tmp_path / "q.pt")
+    key = next(k for k, v in raw["state_dict"].items() if v.dtype == torch.int8)
+    scale = key + checkpoint.INT8_SCALE
+    if damage == "no scale":
+        del raw["state_dict"][scale]
+    elif damage == "no tensor":
+        del raw["state_dict"][key]
+    else:
+        raw["state_dict"][scale] = raw["state_dict"][scale][:-1]
+    torch.save(raw, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="int8|weights do not fit"):
+        checkpoint.load(tmp_path / "bad.pt")
 
 
 def test_lightning_training_checkpoint_with_optimizer_state_loads(nar: Path, tmp_path: Path):

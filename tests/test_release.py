@@ -95,7 +95,7 @@ def test_release_config_composes_and_runs(sources, tmp_path):
         cfg = compose("release", overrides=[f"acoustic.ar={sources['ar']}", f"acoustic.nar={sources['nar']}",
                                             f"vocoders.source-filter={sf_ckpt}", f"out_dir={out}"])
     summary = release(dict(cfg.acoustic), dict(cfg.vocoders), OmegaConf.to_container(cfg.default), Path(cfg.out_dir),
-                      half=bool(cfg.half), max_total_mb=float(cfg.max_total_mb),
+                      precision=str(cfg.precision), max_total_mb=float(cfg.max_total_mb),
                       overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v})
     assert set(summary["files"]) == {"ar.pt", "nar.pt", "vocoder/source_filter.pt"} and (out / "default.json").is_file()
     # the voices keep the models this release holds (nar_block and joe's model are not in it)

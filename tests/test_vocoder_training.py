@@ -158,7 +158,7 @@ def test_tiny_training_resumes_and_its_checkpoint_rebuilds_a_vocoder(
     assert out.wave.shape == (1, 12 * 256) and torch.isfinite(out.wave).all()
     assert torch.allclose(out.wave, weight_normed(mel).wave, atol=1e-5)
     # a half-precision export (no discriminator, no optimizer state) loads the same way
-    checkpoint.export(last, tmp_path / "hifigan.pt", half=True)
+    checkpoint.export(last, tmp_path / "hifigan.pt", "fp16")
     assert (tmp_path / "hifigan.pt").stat().st_size < last.stat().st_size / 10
     assert torch.allclose(load_vocoder(tmp_path / "hifigan.pt")(mel).wave, out.wave, atol=2e-2)
 

@@ -389,11 +389,57 @@ def read_meta(raw: dict[str, Any], path: str | Path) -> CheckpointMeta:
 
 
 def model_state_dict(raw: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """Weights of the model alone, whether the file came from Lightning or from `export`."""
+    """Weights of the model alone, whether the file came from Lightning or from `export` (int8 ones read back as
+    float32: `unpack_weights`)."""
     sd = raw["state_dict"]
     if any(k.startswith(LIGHTNING_PREFIX) for k in sd):
         sd = {k[len(LIGHTNING_PREFIX) :]: v for k, v in sd.items() if k.startswith(LIGHTNING_PREFIX)}
-    return sd
+    return unpack_weights(sd)
+
+
+# How a release file stores its float weights: fp32 (as trained), fp16 (half the bytes) or int8: each weight
+# tensor of at least INT8_MIN_ELEMENTS values as int8 with one fp16 scale per output channel (dim 0; symmetric,
+# round to nearest: |error| <= scale / 2), a quarter of fp32's bytes; smaller tensors (biases, norms, gains) fp16.
+PRECISIONS = ("fp32", "fp16", "int8")
+INT8_MIN_ELEMENTS = 1024
+INT8_SCALE = ".int8_scale"  # key suffix of a quantised tensor's scales [C_out] (fp16)
+
+
+def pack_weights(sd: dict[str, torch.Tensor], precision: str) -> dict[str, torch.Tensor]:
+    """A state dict's float tensors stored at `precision` (PRECISIONS); other tensors as they are."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    out: dict[str, torch.Tensor] = {}
+    for k, v in sd.items():
+        v = v.detach().cpu()
+        if not v.is_floating_point() or precision == "fp32":
+            out[k] = v.clone()
+        elif precision == "int8" and v.dim() >= 2 and v.numel() >= INT8_MIN_ELEMENTS:
+            rows = v.float().reshape(v.shape[0], -1)  # [C_out, rest]
+            scale = (rows.abs().amax(dim=1) / 127).clamp_min(1e-12).half()  # [C_out], kept as stored
+            out[k] = torch.round(rows / scale.float()[:, None]).clamp(-127, 127).to(torch.int8).reshape(v.shape)
+            out[k + INT8_SCALE] = scale
+        else:
+            out[k] = v.half()
+    return out
+
+
+def unpack_weights(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """`pack_weights` undone: int8 tensors times their per-channel scales, as float32.  A scale without its
+    tensor, a tensor without its scale or shapes that do not match is a corrupt file (CheckpointError)."""
+    scales = {k[: -len(INT8_SCALE)]: v for k, v in sd.items() if k.endswith(INT8_SCALE)}
+    if not scales and not any(v.dtype == torch.int8 for v in sd.values()):
+        return sd
+    out = {k: v for k, v in sd.items() if not k.endswith(INT8_SCALE)}
+    for k, v in out.items():
+        if v.dtype == torch.int8 or k in scales:
+            scale = scales.get(k)
+            if scale is None or v.dtype != torch.int8 or v.dim() < 1 or scale.shape != (v.shape[0],) \
+                    or not scale.is_floating_point():
+                raise CheckpointError(f"corrupt int8 weight {k!r}: {tuple(v.shape)} {v.dtype} with scales "
+                                      f"{None if scale is None else (tuple(scale.shape), scale.dtype)}")
+            out[k] = (v.float().reshape(v.shape[0], -1) * scale.float()[:, None]).reshape(v.shape)
+    return out
 
 
 def global_step(raw: dict[str, Any]) -> int | None:
@@ -457,16 +503,15 @@ def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, fronte
     return {**meta.info, "global_step": global_step(raw)}
 
 
-def save(path: str | Path, model: nn.Module, meta: CheckpointMeta, half: bool = False) -> None:
-    """Write an exported (weights-only) checkpoint; `half` stores float weights as fp16."""
-    sd = {k: (v.half() if half and v.is_floating_point() else v).detach().cpu().clone() for k, v in model.state_dict().items()}
-    atomic_torch_save({"tts": meta.to_dict(), "state_dict": sd}, path)
+def save(path: str | Path, model: nn.Module, meta: CheckpointMeta, precision: str = "fp32") -> None:
+    """Write an exported (weights-only) checkpoint, its float weights stored at `precision` (PRECISIONS)."""
+    atomic_torch_save({"tts": meta.to_dict(), "state_dict": pack_weights(model.state_dict(), precision)}, path)
 
 
-def export(src: str | Path, dst: str | Path, half: bool = True, info: dict[str, Any] | None = None) -> None:
+def export(src: str | Path, dst: str | Path, precision: str = "fp16", info: dict[str, Any] | None = None) -> None:
     """Training checkpoint -> small release checkpoint (no optimizer state, fp16 by default)."""
     loaded = load(src)
     meta = loaded.meta
     if info:
         meta.info = {**meta.info, **info}
-    save(dst, loaded.model, meta, half=half)
+    save(dst, loaded.model, meta, precision)
