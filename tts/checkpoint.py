@@ -438,7 +438,7 @@ def unpack_weights(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
                     or not scale.is_floating_point():
                 raise CheckpointError(f"corrupt int8 weight {k!r}: {tuple(v.shape)} {v.dtype} with scales "
                                       f"{None if scale is None else (tuple(scale.shape), scale.dtype)}")
-            out[k] = (v.float().reshape(v.shape[0], -1) * scale.float()[:, None]).reshape(v.shape)
+            out[k] = v.float() * scale.float().reshape(-1, *[1] * (v.dim() - 1))  # [C_out, ...] * [C_out, 1, ...]
     return out
 
 
