@@ -420,8 +420,10 @@ class Worker:
 
 # --- the run ----------------------------------------------------------------------------------------------------
 def fuzz_api(seconds: float, out: Path, runtimes: list[str], seed: int = 0, call_limit: float = 45.0,
-             loader: str = "recipes.bench.fuzz:load_voice") -> dict[str, Any]:
-    """Run API cases for `seconds` (the last call may run up to `call_limit` past it); the API's summary."""
+             loader: str = "recipes.bench.fuzz:load_voice", memory_bound_mb: float = 2500.0) -> dict[str, Any]:
+    """Run API cases for `seconds` (the last call may run up to `call_limit` past it); the API's summary.  A call
+    after which the worker's RSS is over `memory_bound_mb` above its level after loading is a finding ("memory":
+    the worker is started again)."""
     out.mkdir(parents=True, exist_ok=True)
     t_load = time.perf_counter()
     log = out / "worker.log"
@@ -452,6 +454,12 @@ def fuzz_api(seconds: float, out: Path, runtimes: list[str], seed: int = 0, call
             outcome = {"kind": "finding", "what": "hang" if alive else "worker died",
                        "message": (f"no answer within {call_limit:.0f} s" if alive
                                    else f"the worker process exited with {worker.proc.exitcode}")}
+            restarts += 1
+            worker = Worker(runtimes, loader, log)
+        elif outcome.get("rss_mb", 0) - worker.rss_start_mb > memory_bound_mb and outcome["kind"] != "finding":
+            outcome = {"kind": "finding", "what": "memory", "call_s": outcome["call_s"], "rss_mb": outcome["rss_mb"],
+                       "message": f"worker RSS {worker.rss_start_mb:.0f} -> {outcome['rss_mb']:.0f} MB"}
+            worker.stop()
             restarts += 1
             worker = Worker(runtimes, loader, log)
         outcome.setdefault("call_s", time.perf_counter() - t_call)
@@ -515,7 +523,7 @@ def fuzz(seconds: float, out: Path, runtimes: list[str], seed: int = 0, call_lim
     parts: dict[str, dict[str, Any]] = {}
     for target in targets:
         if target == "api":
-            parts[target] = fuzz_api(seconds, out, runtimes, seed, call_limit, loader)
+            parts[target] = fuzz_api(seconds, out, runtimes, seed, call_limit, loader, bound)
             repro = ft._Reproducers(out, "api")
             for finding in parts[target]["findings"]:
                 finding["input"]["reproducer"] = repro.write(
@@ -578,8 +586,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="server: the command to start, given --host and --port after these words (default: this "
                         "python -m tts.serve --rate-limit 0 --threads 1 --header-timeout 3 --body-timeout 3)")
     p.add_argument("--memory-bound-mb", type=float, default=None,
-                   help="cli: a child's peak RSS, server: its RSS rise over its level after start, past which a "
-                        "case is a finding (default 2500)")
+                   help="api: the worker's RSS rise over its level after loading, cli: a child's peak RSS, server: its "
+                        "RSS rise over its level after start, past which a case is a finding (default 2500)")
     args = p.parse_args(argv)
     seconds = args.seconds if args.seconds is not None else args.minutes * 60
     if not seconds > 0 or not args.call_limit > 0:
