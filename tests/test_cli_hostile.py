@@ -301,7 +301,7 @@ def test_ctrl_c_is_one_line_and_leaves_no_temp_file(ckpts, tmp_path: Path):
     # KeyboardInterrupt (the CLI rightly keeps a background job's choice to ignore Ctrl-C)
     proc = subprocess.Popen([sys.executable, "-m", "tts.synthesize", "--threads", "1", *nar(ckpts), "--batch-size", "1",
                              "--text-file", str(story), "--out", str(out)], cwd=REPO_ROOT, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=default_stop_signals)
     deadline = time.monotonic() + 120
     def writing() -> bool:  # audio beyond the wav header in the temp file: synthesis is under way
         sizes = []
@@ -432,11 +432,18 @@ def long_story(folder: Path, n: int = 400) -> Path:
     return story
 
 
+def default_stop_signals() -> None:
+    """In the child: SIGINT, SIGTERM and SIGHUP at their defaults, as in a terminal, whatever the test run inherited
+    (a run started in the background has SIGINT ignored, one under `nohup` SIGHUP: the CLI rightly keeps a
+    signal its caller ignores ignored, so the child must not inherit that)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def start_cli(args: list[str], out_dir: Path, stdout=subprocess.DEVNULL) -> subprocess.Popen:
-    """The CLI in its own process with SIGINT at its default (see test_ctrl_c_is_one_line_and_leaves_no_temp_file)."""
+    """The CLI in its own process with the stop signals at their defaults (default_stop_signals)."""
     return subprocess.Popen([sys.executable, "-m", "tts.synthesize", "--threads", "1", *args], cwd=REPO_ROOT,
-                            stdout=stdout, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            stdout=stdout, stderr=subprocess.PIPE, preexec_fn=default_stop_signals)
 
 
 def wait_for_audio_in_a_temp_file(folder: Path, proc: subprocess.Popen) -> None:
