@@ -24,7 +24,7 @@ from pathlib import Path
 
 import soundfile as sf
 
-from recipes.bench.memory import _status_mb
+from recipes.bench.proc import status_mb
 
 PARAGRAPH = (
     "The old lighthouse keeper climbed the stairs every evening, counting each step aloud. "
@@ -79,7 +79,7 @@ def measure(repeats: int, acoustic: str = "nar", threads: int = 1, workdir: Path
                 env=_env(threads))
             series: list[tuple[int, float]] = []  # (audio bytes written so far, RssAnon kB)
             while proc.poll() is None:
-                series.append((_written(Path(tmp), (text, err)), (_status_mb("RssAnon", proc.pid) or 0.0) * 1024))
+                series.append((_written(Path(tmp), (text, err)), (status_mb("RssAnon", proc.pid) or 0.0) * 1024))
                 time.sleep(0.01)
         wall = time.perf_counter() - t0
         stderr = err.read_text()

@@ -46,6 +46,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recipes.bench.proc import status_mb
+
 LONG_TEXT = 300  # characters: longer texts get only cheap controls (speed >= 0.5, refine_steps <= 4)
 QUIET_RMS = 1e-4  # -80 dBFS: accepted audio this quiet is counted as "quiet" (a note, not a finding)
 MAX_FINDINGS = 200  # findings kept in the summary (all are counted)
@@ -326,13 +328,9 @@ def load_voice(runtime: str) -> Any:
 
 
 def _rss_mb() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+    """This process's resident memory in MiB (nan off Linux)."""
+    rss = status_mb("VmRSS")
+    return float("nan") if rss is None else rss
 
 
 def _worker(conn: Any, runtimes: list[str], loader: str, log: str) -> None:

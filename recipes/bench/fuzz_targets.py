@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from recipes.bench.fuzz import LONG_TEXT, MAX_FINDINGS, _fold, _text
+from recipes.bench.proc import status_mb
 
 REPO = Path(__file__).resolve().parents[2]
 CLI_EXITS = {0, 2, 3, 4, 5, 6, 7}  # the README's exits of a run that was not interrupted (1 = internal error)
@@ -475,13 +476,9 @@ def run_raw(port: int, request: dict[str, Any], limit: float) -> dict[str, Any]:
 
 
 def _rss_of(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+    """Process `pid`'s resident memory in MiB (nan once it is gone)."""
+    rss = status_mb("VmRSS", pid)
+    return float("nan") if rss is None else rss
 
 
 class Server:
@@ -522,13 +519,9 @@ class Server:
             return False
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        from recipes.bench.speech_server import terminate
+
+        terminate(self.proc, 15)
         self.log_file.close()
 
 

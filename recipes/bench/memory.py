@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from recipes.bench.proc import status_mb
 from recipes.bench.systems import System, build_vocoder
 from recipes.bench.timing import make_sync
 
@@ -19,26 +20,15 @@ from recipes.bench.timing import make_sync
 # --------------------------------------------------------------------------------------------------
 # memory probe (a fresh subprocess per system)
 # --------------------------------------------------------------------------------------------------
-def _status_mb(field: str, pid: int | str = "self") -> float | None:
-    """A /proc/PID/status memory field (kB) in MiB, or None off Linux (or once the process is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
-
 def _maxrss_mb() -> float:
     """This process's RSS high-water mark.  VmHWM, not ru_maxrss: after exec, ru_maxrss still reports
     the peak of the process we were forked from (the benchmark itself), so every probe read the same."""
-    hwm = _status_mb("VmHWM")
+    hwm = status_mb("VmHWM")
     return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB
 
 
 def _current_rss_mb() -> float | None:
-    return _status_mb("VmRSS")
+    return status_mb("VmRSS")
 
 
 def _reset_peak_rss() -> bool:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from recipes.bench.proc import status_mb
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -34,6 +36,17 @@ def wait_until_healthy(proc: subprocess.Popen, url: str, timeout: float, output)
         except httpx.HTTPError:
             time.sleep(0.1)
     raise RuntimeError("server did not start in time")
+
+
+def terminate(proc: subprocess.Popen, grace_s: float) -> None:
+    """Stop a server process: SIGTERM (its graceful shutdown), SIGKILL after `grace_s` seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 class SpeechServer:
@@ -61,19 +74,14 @@ class SpeechServer:
 
     def rss_bytes(self) -> int:
         """The server process's resident memory now (Linux /proc)."""
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        raise RuntimeError("no VmRSS in /proc status")
+        rss = status_mb("VmRSS", self.proc.pid)
+        if rss is None:
+            raise RuntimeError(f"no VmRSS in /proc/{self.proc.pid}/status")
+        return round(rss * 1024 * 1024)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        if self.proc:
+            terminate(self.proc, 10)
         if self.proc and self.proc.stderr:
             self.log = self.proc.stderr.read()
             self.proc.stderr.close()
