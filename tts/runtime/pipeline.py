@@ -122,7 +122,8 @@ class Utterance:
 
     parts: list[Part] | PartStream  # a PartStream (Pipeline.utterance(lazy=True)): made as they are asked for
     run: Run
-    tail: list[float] = field(default_factory=list)  # an SSML document's final break (seconds), once known
+    # an SSML document's final break (seconds), once the last part is made (a PartStream's own list when lazy)
+    tail: list[float] = field(default_factory=list)
 
     @property
     def notes(self) -> list[str]:
@@ -131,7 +132,7 @@ class Utterance:
     @property
     def tail_s(self) -> float:
         """Silence after the last part (an SSML break at the end; known once the last part is made)."""
-        return sum(self.parts.tail if isinstance(self.parts, PartStream) else self.tail)
+        return sum(self.tail)
 
     def controls(self, k: int) -> Controls:
         """Part k's controls: the run's, with the part's SSML prosody laid over them (speed multiplied, pitch
@@ -220,7 +221,7 @@ class Pipeline:
         if lazy:
             parts: list[Part] | PartStream = PartStream(source, self.encode, pause_s)
             parts.first()
-            notes = parts.notes  # the same list: the run's repair notes land beside the text stage's
+            notes, tail = parts.notes, parts.tail  # the same lists: filled as the parts are made
         else:
             parts, notes = prepare_parts(source, self.encode, pause_s, tail)
         run = Run(controls or self.engine.defaults, Timings(text_s=time.perf_counter() - t0), notes,
@@ -259,19 +260,21 @@ class Pipeline:
         pieces: list[np.ndarray] = []
         streamed = made = 0  # samples handed to the sink; samples made so far (the next piece's offset)
 
-        def speak(ks: list[int], total: int | None) -> None:
+        def emit(piece: np.ndarray) -> None:
             nonlocal streamed, made
+            made += piece.size
+            if sink is None:
+                pieces.append(piece)
+            elif piece.size:
+                sink(piece)
+                streamed += piece.size
+
+        def speak(ks: list[int], total: int | None) -> None:
             self._count_text_time(utt)
             for k, wave in zip(ks, self.speak([(utt, k) for k in ks])):
-                for piece in (self.silence(utt.parts[k].pause_s), wave):
-                    if piece is wave:
-                        self.place_words(utt, k, made)
-                    made += piece.size
-                    if sink is None:
-                        pieces.append(piece)
-                    elif piece.size:
-                        sink(piece)
-                        streamed += piece.size
+                emit(self.silence(utt.parts[k].pause_s))
+                self.place_words(utt, k, made)
+                emit(wave)
             if progress is not None:
                 progress(ks[-1] + 1, total)
 
@@ -284,13 +287,7 @@ class Pipeline:
             batch.append(k)
         speak(batch, batch[-1] + 1)  # the text is spent: the total is known (utterance() made part 0 at least)
         self._count_text_time(utt)
-        if utt.tail_s:
-            tail = self.silence(utt.tail_s)
-            if sink is None:
-                pieces.append(tail)
-            else:
-                sink(tail)
-                streamed += tail.size
+        emit(self.silence(utt.tail_s))
         wave = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
         return SynthesisResult(wave, self.sample_rate, [p.text for p in utt.parts], utt.run.timings, utt.run.notes,
                                streamed_samples=streamed, words=utt.run.words if timestamps else None)
