@@ -274,3 +274,18 @@ def test_a_server_lexicon_changes_the_phones_and_a_bad_one_stops_the_start(tmp_p
     out = subprocess.run([sys.executable, "-m", "tts.serve", "--port", str(free_port()), "--lexicon", str(lexicon)],
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stderr.startswith("error:") and "QQ" in out.stderr, out.stderr
+
+
+def test_the_formats_benchmark_measures_every_format():
+    """recipes.bench.serve_formats (the README's format figures): every format timed, lossy ones decoded within
+    the SNR the tests above hold, lossless ones the same samples."""
+    from recipes.bench.serve_formats import measure
+
+    report = measure(1)["formats"]
+    assert set(report) == set(FORMATS)
+    for fmt, r in report.items():
+        assert 0 < r["first_byte_s"] <= r["last_byte_s"] and r["bytes"] > 0, (fmt, r)
+        if fmt in ("mp3", "opus", "aac"):
+            assert r["snr_db_vs_pcm"] > 15, (fmt, r)
+        if fmt in ("wav", "flac"):
+            assert r["lossless_equal"] is True, fmt
