@@ -11,7 +11,7 @@ the default vocoder (source-filter; when no checkpoint of it is given, the shipp
 models) and the NAR models' inference controls (K, temperature: `overrides`).
 
 Each training checkpoint (Lightning: weights + optimizer state, ~90 MB for the AR model) becomes a
-weights-only fp16 file that still describes itself (model config, mel config, symbol table), with
+weights-only fp16 (or int8: `precisions`) file that still describes itself (model config, mel config, symbol table), with
 `info` recording where it came from (source file, its sha256, training step).  The release is checked
 before anything is replaced: every file loads back, every acoustic model's mel config matches the
 default vocoder's, and the total stays under `max_total_mb`.  The release is built in a staging folder
@@ -97,7 +97,7 @@ def export_one(src: Path, dst: Path, precision: str, overrides: dict[str, Any] |
     loaded.meta.info = {**loaded.meta.info, **info, **({"overrides": dict(overrides)} if overrides else {})}
     checkpoint.save(dst, loaded.model, loaded.meta, precision)
     checkpoint.load(dst)  # it must load back on its own
-    return {"file": str(dst), "mb": dst.stat().st_size / 2**20, **info}
+    return {"file": str(dst), "mb": dst.stat().st_size / 2**20, "precision": precision, **info}
 
 
 def _vocoder_rel(name: str) -> str:
@@ -145,13 +145,31 @@ def release_voices(voices: dict[str, list[str]], default_voice: str, acoustic: d
     return out
 
 
+def file_precisions(names: set[str], known: set[str], precision: str,
+                    precisions: dict[str, str] | None) -> dict[str, str]:
+    """Each released model's or vocoder's (`names`) storage precision: `precisions[name]` where given, else
+    `precision`.  A name in `precisions` that is no model or vocoder a release knows (`known`), or a precision
+    outside tts.checkpoint.PRECISIONS, is a ReleaseError: a typo must not ship a file at the wrong precision
+    silently.  (A known model not released this time, e.g. nar_block=null, is fine.)"""
+    precisions = dict(precisions or {})
+    unknown = sorted(set(precisions) - known)
+    if unknown:
+        raise ReleaseError(f"precisions for {unknown}: no such model or vocoder (known: {sorted(known)})")
+    out = {name: precisions.get(name, precision) for name in names}
+    bad = sorted({p for p in out.values() if p not in checkpoint.PRECISIONS})
+    if bad:
+        raise ReleaseError(f"precision {bad[0]!r} is not one of {checkpoint.PRECISIONS}")
+    return out
+
+
 def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
             precision: str = "fp16", max_total_mb: float = 60.0,
             overrides: dict[str, dict[str, Any]] | None = None, force: bool = False,
-            shipped_dir: Path = CHECKPOINT_DIR) -> dict[str, Any]:
+            shipped_dir: Path = CHECKPOINT_DIR, precisions: dict[str, str] | None = None) -> dict[str, Any]:
     """`vocoders`: shipped name (tts.vocoder.registry.SHIPPED) -> training checkpoint to export, or None to
     leave that file as it is in out_dir (the default vocoder is then the shipped one from `shipped_dir` when
-    out_dir lacks it).  Refused without `force`: out_dir = the shipped folder, or a non-empty out_dir."""
+    out_dir lacks it).  Refused without `force`: out_dir = the shipped folder, or a non-empty out_dir.
+    `precisions`: model or vocoder name -> its storage precision, overriding `precision` for that file."""
     out_dir = Path(out_dir)
     check_out_dir(out_dir, force, shipped_dir)
     # the folders this release creates (out_dir and missing parents, e.g. releases/): a failed first release
@@ -159,8 +177,10 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     try:
         shipped_voices = release_voices(dict(default["voices"]), default["voice"], acoustic, out_dir)
-        return _release(acoustic, shipped_vocoder_sources(vocoders, default["vocoder"], out_dir, shipped_dir), default,
-                        out_dir, precision, max_total_mb, overrides, shipped_voices)
+        vocoders = shipped_vocoder_sources(vocoders, default["vocoder"], out_dir, shipped_dir)
+        released = {name for name, src in (*acoustic.items(), *vocoders.items()) if src}
+        return _release(acoustic, vocoders, default, out_dir, file_precisions(released, {*acoustic, *SHIPPED}, precision, precisions),
+                        max_total_mb, overrides, shipped_voices)
     except BaseException:
         for folder in created:  # deepest first
             if folder.is_dir() and not any(folder.iterdir()):
@@ -169,7 +189,7 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
 
 
 def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
-             precision: str, max_total_mb: float, overrides: dict[str, dict[str, Any]] | None,
+             precisions: dict[str, str], max_total_mb: float, overrides: dict[str, dict[str, Any]] | None,
              voices: dict[str, list[str]]) -> dict[str, Any]:
     unknown = sorted(set(vocoders) - set(SHIPPED))
     if unknown:
@@ -187,11 +207,12 @@ def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], d
         files: dict[str, Any] = {}
         for name, src in acoustic.items():
             if src:
-                files[f"{name}.pt"] = export_one(Path(src), stage / f"{name}.pt", precision, (overrides or {}).get(name))
+                files[f"{name}.pt"] = export_one(Path(src), stage / f"{name}.pt", precisions[name],
+                                                 (overrides or {}).get(name))
         vocoder_rels = {_vocoder_rel(name) for name in SHIPPED}
         for name, src in vocoders.items():
             if src:
-                files[_vocoder_rel(name)] = export_one(Path(src), stage / _vocoder_rel(name), precision)
+                files[_vocoder_rel(name)] = export_one(Path(src), stage / _vocoder_rel(name), precisions[name])
         # Files already released there and not replaced stay (acoustic models such as nar_block.pt included),
         # with the provenance the earlier release recorded for them, and count towards the budget.
         prior_path = out_dir / "release.json"
@@ -236,7 +257,8 @@ def main(cfg: DictConfig) -> None:
     out_dir = Path(cfg.out_dir)
     summary = release(dict(cfg.acoustic), dict(cfg.vocoders), OmegaConf.to_container(cfg.default), out_dir,
                       precision=str(cfg.precision), max_total_mb=float(cfg.max_total_mb),
-                      overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v}, force=bool(cfg.force))
+                      overrides={k: dict(v) for k, v in (cfg.overrides or {}).items() if v}, force=bool(cfg.force),
+                      precisions={k: str(v) for k, v in (cfg.precisions or {}).items() if v})
     print(json.dumps(summary, indent=2))
     print(f"released {len(summary['files'])} file(s), {summary['total_mb']:.1f} MB, into {out_dir}\n"
           f"speak with it: {synthesis_command(out_dir, summary['default'])}")
