@@ -106,6 +106,7 @@ ALLOWED_TARGETS = frozenset({
     "tts.models.autoregressive.Tacotron2",
     "tts.models.nonautoregressive.FastSpeech2",
     "tts.models.refiner.FlowMatchingRefiner",
+    "tts.models.transformer_ar.TransformerAR",
     "tts.vocoder.griffin_lim.GriffinLimVocoder",
     "tts.vocoder.hifigan.HifiGanVocoder",
     "tts.vocoder.source_filter.SourceFilterVocoder",

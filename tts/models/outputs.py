@@ -38,3 +38,6 @@ class InferenceSpec:
     block_mode: bool
     autoregressive: bool
     defaults: dict
+    # infer() takes noise_seeds (one per item: an item's noise does not depend on its batch); the NAR always
+    # does, an AR model where it says so (its engine otherwise seeds torch's global RNG around the call)
+    item_noise_seeds: bool = True

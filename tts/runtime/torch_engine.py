@@ -61,6 +61,7 @@ class TorchEngine(TextEncoding):
             controls=spec.controls, block_mode=spec.block_mode, autoregressive=spec.autoregressive,
             streaming=hasattr(self.model, "stream_mels") and hasattr(vocoder, "stream"), forced_lengths=True)
         self.defaults = Controls(**spec.defaults)
+        self.item_noise_seeds = spec.item_noise_seeds  # the model's infer takes noise_seeds (one per item)
 
     @classmethod
     def from_paths(cls, acoustic_path: str | Path, vocoder: str, device: str = "cpu") -> "TorchEngine":
@@ -71,8 +72,9 @@ class TorchEngine(TextEncoding):
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
              forced_frames: Sequence[int] | None = None) -> MelBatch:
         """THE acoustic-model call.  The NAR refiner's noise of item b comes from (seed, indices[b]) (tts.noise).
-        The AR decoder's prenet dropout uses torch's global RNG: it is seeded from (seed, indices[0]) inside a
-        forked RNG state (batch 1 is then reproducible per item; the caller's RNG is untouched).
+        An AR model whose spec says item_noise_seeds (the Transformer AR) gets the same per-item seeds; Tacotron 2's
+        prenet dropout uses torch's global RNG: it is seeded from (seed, indices[0]) inside a forked RNG state
+        (batch 1 is then reproducible per item; the caller's RNG is untouched).
         forced_frames: per-item output frames for models whose stop token / durations mean nothing (random
         weights): the NAR gets evenly spread durations summing to them, the AR decodes ceil(max / r) steps
         with its stop token disabled (so up to r - 1 frames more)."""
@@ -84,10 +86,14 @@ class TorchEngine(TextEncoding):
             if forced_frames is not None:
                 kwargs = dict(max_decoder_steps=math.ceil(max(forced_frames) / self.model.r),
                               stop_threshold=1.1)  # a probability never exceeds 1: the decoder never stops
-            cuda = [torch.device(self.device)] if torch.device(self.device).type == "cuda" else []
-            with torch.random.fork_rng(devices=cuda):
-                torch.manual_seed(item_noise_seed(controls.seed, indices[0]))
-                out = self.model.infer(tokens, lengths, **kwargs)
+            if self.item_noise_seeds:  # one RNG per item: an item sounds the same in any batch
+                out = self.model.infer(tokens, lengths, **kwargs,
+                                       noise_seeds=[item_noise_seed(controls.seed, i) for i in indices])
+            else:
+                cuda = [torch.device(self.device)] if torch.device(self.device).type == "cuda" else []
+                with torch.random.fork_rng(devices=cuda):
+                    torch.manual_seed(item_noise_seed(controls.seed, indices[0]))
+                    out = self.model.infer(tokens, lengths, **kwargs)
         else:
             durations = None
             if forced_frames is not None:

@@ -107,10 +107,6 @@ class TacotronDecoder(nn.Module):
         )
         return mem, state
 
-    def go_frame(self, batch_size: int, like: torch.Tensor) -> torch.Tensor:
-        """[B, M] all-zero frame fed at step 0 (zero = the normaliser's mean mel)."""
-        return like.new_zeros(batch_size, self.n_mels)
-
     # --- one step --------------------------------------------------------------------------------------
     def step(self, prenet_out: torch.Tensor, state: DecoderState, mem: DecoderMemory) -> DecoderStepOutput:
         """prenet_out [B, P] (prenet of the last frame of the previous group) -> next r frames."""
