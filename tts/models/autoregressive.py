@@ -36,7 +36,10 @@ from tts.models.layers.tacotron_decoder import TacotronDecoder
 from tts.models.layers.tacotron_encoder import TacotronEncoder
 from tts.models.outputs import InferenceSpec, LossOutput, MelOutput
 
-__all__ = ["ARAcousticModel", "ARStep", "StopTracker", "Tacotron2", "AROutput", "ARInferenceOutput", "ARFailure", "analyse_alignment"]
+__all__ = [
+    "ARAcousticModel", "ARStep", "StopTracker", "Tacotron2", "AROutput", "ARInferenceOutput", "ARFailure",
+    "analyse_alignment",
+]
 
 
 @dataclass

@@ -42,8 +42,9 @@ class LayerCache:
 
     def nbytes(self) -> int:
         """Bytes the held positions and the memory K/V take (the capacity beyond `length` is slack)."""
-        per_position = self.self_k[:, :, :1].numel() * self.self_k.element_size()
-        return 2 * per_position * self.length + (self.cross_k.numel() + self.cross_v.numel()) * self.cross_k.element_size()
+        per_position = self.self_k[:, :, :1].numel() * self.self_k.element_size()  # B x H x Dh values
+        memory = (self.cross_k.numel() + self.cross_v.numel()) * self.cross_k.element_size()
+        return 2 * per_position * self.length + memory
 
 
 def _split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
