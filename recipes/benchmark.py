@@ -7,6 +7,8 @@
     python -m recipes.benchmark onnx [--threads 1,2] [--lengths 25,100,300] [--out DIR]  (recipes/bench/onnx_speed.py)
     python -m recipes.benchmark blocks --block CKPT [--nar CKPT] [--ar CKPT] [--blocks 8,16,32,64,0] [--quality FILE]
         (recipes/bench/blocks.py: the block-wise NAR's first-audio latency and total time over B, beside AR and NAR)
+    python -m recipes.benchmark batching [--batch-sizes 1,2,4,8,16] [--orders bucketed,random] [--limit 64] [--out DIR]
+        (recipes/bench/batching.py: AR and NAR throughput over batch size, bucketed vs random, padding fractions)
 
 Without --ar / --nar / --vocoder the shipped models are measured (checkpoints/ar.pt, checkpoints/nar.pt and the
 default vocoder of checkpoints/default.json); --random builds random-weight models for the ones not given.
@@ -95,6 +97,7 @@ SUBCOMMANDS = {
     "cold-start": ("recipes.bench.cold_start", "CLI start-up time and memory in fresh processes"),
     "onnx": ("recipes.bench.onnx_speed", "torch against the ONNX engine, stage by stage"),
     "blocks": ("recipes.bench.blocks", "the block-wise NAR's first audio and total time over B"),
+    "batching": ("recipes.bench.batching", "AR and NAR throughput over batch size, bucketed vs random, padding"),
     "runtime": ("recipes.bench.runtime", "default (ONNX) vs torch vs Piper RTF, CLI stream and cold start"),
 }
 
