@@ -90,3 +90,17 @@ def test_bad_arguments_exit_2_with_a_clear_message(args, message, capsys):
         benchmark.main(["batching", *args])
     assert e.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_transformer_ar_runs_and_its_batched_items_equal_themselves_alone(tmp_path):
+    # nothing Tacotron-specific: any AR the engine runs (r from the model), here the KV-cached Transformer AR,
+    # whose noise is per item, so that batching must not change its output
+    tar = pytest.importorskip("test_transformer_ar", reason="the Transformer AR is not in this tree")
+    ckpt = tiny_checkpoint(tmp_path / "tar.pt", "transformer_ar", **tar.TINY)
+    out = tmp_path / "out"
+    assert benchmark.main(["batching", "--ar", str(ckpt), "--systems", "ar", "--vocoder", "source-filter",
+                           "--data", str(FIXTURE), "--split", "train", "--limit", "5", "--batch-sizes", "2,4",
+                           "--orders", "random", "--repeats", "1", "--out", str(out)]) == 0
+    r = json.loads((out / "batching.json").read_text())
+    assert r["systems"]["ar"]["model"] == "TransformerAR" and r["systems"]["ar"]["per_item_noise"]
+    assert r["invariance"]["ar"]["invariant"] is True and r["invariance"]["ar"]["items_compared"] == 10

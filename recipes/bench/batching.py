@@ -19,9 +19,9 @@ repeats of the whole set's time:
   * padding: tokens, the fraction of the B x max_tokens encoder positions that are padding; for the NAR the
     same for mel frames (its decoder and refiner run on B x max_frames); for the AR the decoder steps,
     B x (steps until the batch's last item stops) against each item's own ceil(frames / r).
-Batch invariance: every item of every batch is compared with the same item alone (B = 1): a NAR's mel must
-match within MEL_ATOL; an AR whose prenet noise is one RNG per batch (Tacotron 2) differs by design, so only
-its length differences are reported.
+Batch invariance: every item of every batch is compared with the same item alone (B = 1): a NAR's mel, or an
+AR's whose noise is per item (the Transformer AR), must match within MEL_ATOL; an AR whose prenet noise is one
+RNG per batch (Tacotron 2) differs by design, so only its length differences are reported.
 
 Random-weight checkpoints (info says "random") have no meaningful stop token or durations: their output is
 forced to round(symbols x recipes.bench.systems.DEFAULT_FRAMES_PER_SYMBOL) frames, the AR's item lengths for the
@@ -154,10 +154,13 @@ class BatchOut:
     mels: list[torch.Tensor]  # B x [M, frames_b] (cpu float)
 
 
-def run_batch(subject: Subject, batch: list[Item]) -> BatchOut:
+def run_batch(subject: Subject, batch: list[Item], decode_to: int | None = None) -> BatchOut:
+    """One batch through mels then vocode, timed.  decode_to: a forced AR's frames to decode every item to
+    (default: the batch's longest), each item's own frames are still its own forced ones."""
     forced = subject.forced_frames(batch)
+    asked = forced if decode_to is None or forced is None else [decode_to] * len(batch)
     t0 = time.perf_counter()
-    out = subject.engine.mels([list(it.ids) for it in batch], [it.index for it in batch], subject.controls, forced)
+    out = subject.engine.mels([list(it.ids) for it in batch], [it.index for it in batch], subject.controls, asked)
     t1 = time.perf_counter()
     subject.engine.vocode(out)
     t2 = time.perf_counter()
@@ -231,9 +234,13 @@ def measure_cell(subject: Subject, order: str, size: int, batches: list[list[Ite
                 padding=padding_of(subject, batches, outs))
     if alone is not None:
         inv = Invariance()
+        # A forced AR decodes every item of a batch to the batch's longest (its stop token is off), so a
+        # non-causal postnet sees other frames past an item's end than alone: its reference is the item alone
+        # decoded as far (untimed); a free or NAR item's reference is the item alone.
+        rerun = subject.forced_fps is not None and subject.autoregressive and subject.per_item_noise
         for b, o in zip(batches, outs):
             for it, mel in zip(b, o.mels):
-                inv.add(mel, alone[it.index])
+                inv.add(mel, run_batch(subject, [it], max(o.frames)).mels[0] if rerun else alone[it.index])
         cell.invariance = asdict(inv)
     return cell, outs
 
