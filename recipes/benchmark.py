@@ -9,6 +9,7 @@
         (recipes/bench/blocks.py: the block-wise NAR's first-audio latency and total time over B, beside AR and NAR)
     python -m recipes.benchmark batching [--batch-sizes 1,2,4,8,16] [--orders bucketed,random] [--limit 64] [--out DIR]
         (recipes/bench/batching.py: AR and NAR throughput over batch size, bucketed vs random, padding fractions)
+    python -m recipes.benchmark kv-cache [--lengths 100,..,2000] [--budget-mb 512] [--out DIR]  (bench/kv_cache.py)
 
 Without --ar / --nar / --vocoder the shipped models are measured (checkpoints/ar.pt, checkpoints/nar.pt and the
 default vocoder of checkpoints/default.json); --random builds random-weight models for the ones not given.
@@ -99,6 +100,7 @@ SUBCOMMANDS = {
     "blocks": ("recipes.bench.blocks", "the block-wise NAR's first audio and total time over B"),
     "batching": ("recipes.bench.batching", "AR and NAR throughput over batch size, bucketed vs random, padding"),
     "runtime": ("recipes.bench.runtime", "default (ONNX) vs torch vs Piper RTF, CLI stream and cold start"),
+    "kv-cache": ("recipes.bench.kv_cache", "the Transformer AR's per-step time and KV-cache memory against length"),
 }
 
 
