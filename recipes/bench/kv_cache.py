@@ -17,7 +17,10 @@ Speed (model.infer, the real decode path, at every batch size):
     median of the `--window` steps ending at frame n: the cost of the steps around n, not the average from 0
     (which would hide a growth by averaging it with the cheap early steps), and a median, so that a scheduler
     hiccup of the shared machine does not land on one length.  What the hooks leave out is the loop's stop
-    bookkeeping between steps, which does not depend on the length.  (Decoding to n and to n + window and
+    bookkeeping between steps, which does not depend on the length.  Hooks around each layer's causal
+    self-attention (the only part that reads the cached K/V) time that share of the step in place, so a growth
+    of the step with the length can be attributed; the hooks cost a few microseconds a step, the same at
+    every length.  (Decoding to n and to n + window and
     taking the difference would cost a decode per length and difference two noisy totals.)
   * flatness: max / min of the cached per-step times over the lengths (target <= 1.2 from 100 to 2,000 frames);
   * speed-up: the uncached decode (use_cache=False: every layer recomputed over the whole prefix, and the text's
@@ -124,6 +127,8 @@ def steps_for(frames: int, r: int) -> int:
 class TimedDecode:
     total_s: float  # the whole infer call (encoder, steps, postnet)
     step_s: list[float]  # each decoder step, prenet pre-hook to stop-projection hook
+    attention_s: list[float]  # each step's time inside the layers' causal self-attention (the part that reads
+    #                           the cache), so that a growth of the step with the length can be attributed
 
 
 def timed_decode(subject: Subject, tokens: torch.Tensor, lengths: torch.Tensor, steps: int,
@@ -132,10 +137,24 @@ def timed_decode(subject: Subject, tokens: torch.Tensor, lengths: torch.Tensor, 
     model = subject.model
     starts: list[float] = []
     ends: list[float] = []
-    hooks = [
-        model.prenet.register_forward_pre_hook(lambda *_: starts.append(time.perf_counter())),
-        model.stop_projection.register_forward_hook(lambda *_: ends.append(time.perf_counter())),
-    ]
+    attention: list[float] = []
+    entered = [0.0]
+
+    def step_start(*_: Any) -> None:
+        starts.append(time.perf_counter())
+        attention.append(0.0)
+
+    def attention_in(*_: Any) -> None:
+        entered[0] = time.perf_counter()
+
+    def attention_out(*_: Any) -> None:
+        attention[-1] += time.perf_counter() - entered[0]
+
+    hooks = [model.prenet.register_forward_pre_hook(step_start),
+             model.stop_projection.register_forward_hook(lambda *_: ends.append(time.perf_counter()))]
+    for layer in model.layers:
+        hooks += [layer.self_attention.register_forward_pre_hook(attention_in),
+                  layer.self_attention.register_forward_hook(attention_out)]
     try:
         with torch.no_grad():
             t0 = time.perf_counter()
@@ -147,7 +166,7 @@ def timed_decode(subject: Subject, tokens: torch.Tensor, lengths: torch.Tensor, 
     if len(starts) != steps or len(ends) != steps:
         # the hooks are the measurement: a model whose step does not call each module once cannot be timed so
         raise BenchmarkError(f"expected {steps} prenet and stop-projection calls, got {len(starts)}, {len(ends)}")
-    return TimedDecode(total, [e - s for s, e in zip(starts, ends)])
+    return TimedDecode(total, [e - s for s, e in zip(starts, ends)], attention)
 
 
 def window_ms(step_s: list[float], end_step: int, window: int) -> float:
@@ -170,6 +189,7 @@ class SpeedRow:
     frames: int
     steps: int
     cached_step_ms: float
+    cached_self_attention_ms: float  # of cached_step_ms: inside the layers' self-attention
     uncached_step_ms: float | None  # only at lengths <= --uncached-at
 
 
@@ -208,8 +228,9 @@ def measure_speed(subject: Subject, batch: int, frame_lengths: list[int], uncach
     for frames in frame_lengths:
         s = steps_for(frames, r)
         cached_ms = median([window_ms(d.step_s, s, window) for d in cached_long])
+        attention_ms = median([window_ms(d.attention_s, s, window) for d in cached_long])
         uncached_ms = median([window_ms(d.step_s, s, window) for d in uncached]) if frames <= uncached_at else None
-        rows.append(SpeedRow(batch, frames, s, cached_ms, uncached_ms))
+        rows.append(SpeedRow(batch, frames, s, cached_ms, attention_ms, uncached_ms))
     per_step = [row.cached_step_ms for row in rows]
     intercept, slope = line_fit([float(f) for f in frame_lengths], per_step)
     cached_total, uncached_total = median([d.total_s for d in cached_u]), median([d.total_s for d in uncached])
@@ -360,7 +381,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
         speed_summaries.append(summary)
         for row in rows:
             uncached = f", uncached {row.uncached_step_ms:.2f} ms" if row.uncached_step_ms is not None else ""
-            log(f"  {row.frames:5d} frames: cached {row.cached_step_ms:.2f} ms/step{uncached}")
+            log(f"  {row.frames:5d} frames: cached {row.cached_step_ms:.2f} ms/step (self-attention "
+                f"{row.cached_self_attention_ms:.2f}){uncached}")
         log(f"  flatness max/min {summary.flatness:.3f} (line: {summary.intercept_ms:.2f} ms + "
             f"{summary.ms_per_1000_frames:.3f} ms per 1000 frames); at {args.uncached_at} frames cached "
             f"{summary.cached_total_s:.2f} s, uncached {summary.uncached_total_s:.2f} s: {summary.speedup:.1f}x")
@@ -414,13 +436,13 @@ def to_markdown(res: dict[str, Any]) -> str:
         "",
         "## Per-step time against the decoded length",
         "",
-        "| B | frames | audio s | cached ms/step | uncached ms/step |",
-        "|---:|---:|---:|---:|---:|",
+        "| B | frames | audio s | cached ms/step | of which self-attention ms | uncached ms/step |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for row in res["speed"]:
         unc = f"{row['uncached_step_ms']:.2f}" if row["uncached_step_ms"] is not None else "-"
         lines.append(f"| {row['batch']} | {row['frames']} | {seconds(row['frames']):.1f} | "
-                     f"{row['cached_step_ms']:.2f} | {unc} |")
+                     f"{row['cached_step_ms']:.2f} | {row['cached_self_attention_ms']:.2f} | {unc} |")
     lines += ["", f"| B | flatness max/min {min(st['lengths'])}..{max(st['lengths'])} frames (target <= 1.2) | "
               "line ms + ms/1000 frames | "
               f"cached total at {st['uncached_at']} frames s | uncached total s | speed-up |",
