@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -365,6 +366,7 @@ def budget_row(fit: Fit, budget_mb: float, r: int, hop: int, sample_rate: int, s
 # --------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
+    machine = machine_facts("cpu", args.threads)  # here, so that its load average is the one at the start
     subject = load_subject(args.checkpoint)
     model, r = subject.model, subject.r
     with torch.no_grad():  # the capacity start_cache gives by default (the doubling's first size)
@@ -400,8 +402,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
     return {
         "argv": args.argv,
         "started": args.started,
-        "machine": machine_facts("cpu", args.threads),
-        "load_average_at_end": list(__import__("os").getloadavg()),
+        "machine": machine,
+        "load_average_at_end": list(os.getloadavg()),
         "model": {"source": subject.source, "class": type(model).__name__, "reduction_factor": r,
                   "d_model": model.d_model, "decoder_layers": len(model.layers),
                   "n_heads": model.layers[0].self_attention.n_heads,
@@ -456,6 +458,7 @@ def to_markdown(res: dict[str, Any]) -> str:
               "Used = the model's `cache_bytes` (checked equal to the tensors' nbytes and to infer's own figure); "
               f"allocated = the storages at their capacity (start capacity {m['cache_start_capacity_steps']} steps, "
               "growing by doubling when the cache is driven step by step; infer reserves max_decoder_steps up front).",
+              f"Frames = positions x r ({m['reduction_factor']}): what the positions that hold a length hold.",
               "", "| B | frames | used MB | allocated MB | capacity steps |", "|---:|---:|---:|---:|---:|"]
     for p in res["memory"]:
         lines.append(f"| {p['batch']} | {p['frames']} | {p['used_bytes'] / MB:.3f} | {p['allocated_bytes'] / MB:.3f} | "
@@ -470,29 +473,46 @@ def to_markdown(res: dict[str, Any]) -> str:
 
 
 def plot(res: dict[str, Any], path: Path) -> None:
+    """Left: per-step ms against frames.  Right (log-log): the cache's used bytes measured (markers), its exact
+    linear law drawn on to where it meets the budget (dashed, the crossing marked), the allocated bytes dotted."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for batch in res["settings"]["batch_sizes"]:
-        rows = [r for r in res["speed"] if r["batch"] == batch]
-        ax1.plot([r["frames"] for r in rows], [r["cached_step_ms"] for r in rows], "o-", label=f"cached, B={batch}")
-        unc = [r for r in rows if r["uncached_step_ms"] is not None]
-        ax1.plot([r["frames"] for r in unc], [r["uncached_step_ms"] for r in unc], "s--", label=f"uncached, B={batch}")
-        pts = [p for p in res["memory"] if p["batch"] == batch]
-        ax2.plot([p["frames"] for p in pts], [p["used_bytes"] / MB for p in pts], "o-", label=f"used, B={batch}")
-        ax2.plot([p["frames"] for p in pts], [p["allocated_bytes"] / MB for p in pts], ":",
-                 label=f"allocated, B={batch}")
-    ax1.set(xlabel="decoded frames", ylabel="ms per decoder step", yscale="log", title="per-step time")
+    r = res["model"]["reduction_factor"]
     budget = res["settings"]["budget_mb"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for i, batch in enumerate(res["settings"]["batch_sizes"]):
+        color = f"C{i}"
+        rows = [row for row in res["speed"] if row["batch"] == batch]
+        ax1.plot([row["frames"] for row in rows], [row["cached_step_ms"] for row in rows], "o-", color=color,
+                 label=f"cached, B={batch}")
+        unc = [row for row in rows if row["uncached_step_ms"] is not None]
+        ax1.plot([row["frames"] for row in unc], [row["uncached_step_ms"] for row in unc], "s--", color=color,
+                 alpha=0.6, label=f"uncached, B={batch}")
+        pts = [p for p in res["memory"] if p["batch"] == batch and p["frames"] > 0]
+        ax2.plot([p["frames"] for p in pts], [p["used_bytes"] / MB for p in pts], "o", color=color,
+                 label=f"used (measured), B={batch}")
+        ax2.plot([p["frames"] for p in pts], [p["allocated_bytes"] / MB for p in pts], ":", color=color,
+                 label=f"allocated (doubling), B={batch}")
+        fit = next(f for f in res["memory_fit"] if f["batch"] == batch)
+        crossing = next(b for b in res["budget"] if b["batch"] == batch)["frames"]
+        top = 1.5 * max(crossing, r)  # points spaced evenly on the log axis, from one position to past the crossing
+        frames = [r * (top / r) ** (i / 200) for i in range(201)]
+        ax2.plot(frames, [(fit["fixed_bytes"] + fit["per_step_bytes"] * math.ceil(f / r)) / MB for f in frames],
+                 "--", color=color, lw=1)
+        ax2.axvline(crossing, color=color, lw=0.8, alpha=0.5)
+        ax2.text(crossing, budget / 8, f" {crossing:,} frames", color=color, rotation=90, va="top", fontsize=8)
+    ax1.set(xlabel="decoded frames", ylabel="ms per decoder step", yscale="log", title="per-step time")
     ax2.axhline(budget, color="k", lw=1)
-    ax2.text(0, budget, f" budget {budget:g} MB", va="bottom")
-    ax2.set(xlabel="decoded frames", ylabel="KV cache MB", yscale="log", title="cache memory")
+    ax2.text(0.01, budget, f"budget {budget:g} MB", va="bottom", transform=ax2.get_yaxis_transform())
+    ax2.set(xlabel="decoded frames", ylabel="KV cache MB", xscale="log", yscale="log",
+            title="cache memory (dashed: the measured law, on to the budget)")
+    ax1.legend(fontsize=8)
+    ax2.legend(fontsize=8, loc="lower right")
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -504,19 +524,13 @@ def plot(res: dict[str, Any], path: Path) -> None:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     from recipes.benchmark import parse_ints
 
-    def positive_ints(s: str) -> list[int]:
-        vals = parse_ints(s)
-        if min(vals) < 1:
-            raise argparse.ArgumentTypeError(f"expected integers >= 1, got {s!r}")
-        return sorted(set(vals))
-
     p = argparse.ArgumentParser(prog="python -m recipes.benchmark kv-cache", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", help="a TransformerAR checkpoint (default: random weights at "
                    "conf/model/transformer_ar.yaml size)")
-    p.add_argument("--lengths", type=positive_ints, default=[100, 250, 500, 1000, 2000], help="decoded frames")
+    p.add_argument("--lengths", type=parse_ints, default=[100, 250, 500, 1000, 2000], help="decoded frames")
     p.add_argument("--tokens", type=int, default=60, help="input symbols per item")
-    p.add_argument("--batch-sizes", type=positive_ints, default=[1, 8])
+    p.add_argument("--batch-sizes", type=parse_ints, default=[1, 8])
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--window", type=int, default=16, help="steps whose median is the per-step time at a length")
@@ -525,6 +539,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="the random tokens")
     p.add_argument("--out", type=Path, default=Path("benchmark_kv_cache"))
     args = p.parse_args(argv)
+    if min(args.lengths + args.batch_sizes) < 1:
+        p.error(f"--lengths and --batch-sizes take integers >= 1, got {args.lengths} and {args.batch_sizes}")
+    args.lengths, args.batch_sizes = sorted(set(args.lengths)), sorted(set(args.batch_sizes))
     for name in ("tokens", "threads", "repeats", "window", "uncached_at"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
