@@ -254,6 +254,12 @@ def test_release_config_reproduces_the_shipped_voice():
         shipped = {k: config[k] for k in ("refine_steps", "refine_temperature") if config.get(k) is not None}
         assert Path(name).stem in cfg.acoustic, f"{name} cannot be released by conf/release.yaml"
         assert dict(cfg.overrides.get(Path(name).stem) or {}) == shipped, name
+    # and each shipped file is stored at the precision the config gives it (int8 files hold int8 tensors)
+    for name in json.loads((CHECKPOINT_DIR / "release.json").read_text())["files"]:
+        stem = Path(name).stem if not name.startswith("vocoder/") else None
+        want = (cfg.precisions or {}).get(stem, cfg.precision) if stem else cfg.precision
+        dtypes = {v.dtype for v in checkpoint.read_raw(CHECKPOINT_DIR / name)["state_dict"].values()}
+        assert (torch.int8 in dtypes) == (want == "int8"), (name, want, dtypes)
 
 
 def test_release_cli_refuses_the_shipped_folder_in_one_line(sources, tmp_path):
