@@ -55,10 +55,11 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
                              _convert_="object")
     warm: dict[str, object] = {}
     if cfg.get("init_from") and not cfg.ckpt_path:
-        source = warm_start(model, cfg.init_from, mel_config, frontend.to_dict())
+        source = warm_start(model, cfg.init_from, mel_config, frontend.to_dict(), tuple(cfg.get("init_from_only") or ()))
         log.info("weights initialised from %s (%s)", cfg.init_from, source)
         # training steps behind the starting weights, summed over a chain of warm starts
-        warm = {"init_from": str(cfg.init_from),
+        warm = {"init_from": str(cfg.init_from), **({"init_from_only": list(cfg.init_from_only)}
+                                                     if cfg.get("init_from_only") else {}),
                 "steps_before": int(source.get("steps_before") or 0) + int(source.get("global_step") or 0)}
     # After the warm start, whose buffers carry the SOURCE corpus's statistics: a model warm-started
     # from another voice (issue 31: joe from slt) must normalise with this corpus's mel/pitch/energy.

@@ -211,6 +211,11 @@ def test_experiment_composes_through_hydra(featurised_corpus: Path, tmp_path: Pa
     module, _, _ = build(cfg)
     assert isinstance(module.model, TransformerAR)
     assert module.meta.build_kwargs == {"n_symbols": 78, "n_mels": 80}
+    # warm-started from the shipped Tacotron 2's encoder and postnet only (the decoder is new)
+    assert module.meta.info["init_from_only"] == ["encoder.", "postnet."]
+    shipped = checkpoint.load("checkpoints/ar.pt").model.state_dict()
+    own = module.model.state_dict()
+    assert torch.equal(own["encoder.embedding.weight"], shipped["encoder.embedding.weight"])
 
 
 def test_a_tiny_training_run_through_the_recipe(featurised_corpus: Path, tmp_path: Path):
@@ -259,3 +264,30 @@ def test_the_torch_engine_speaks_with_it_the_same_at_any_batch_size(tmp_path: Pa
     assert rel_rms <= 1e-2, rel_rms
     other = pipeline.synthesize(text, pipeline.controls(seed=5), batch_size=3)
     assert other.wave.size != one.wave.size or not np.allclose(other.wave, one.wave, atol=1e-2)
+
+
+def test_warm_start_takes_tacotrons_encoder_and_postnet_only(tmp_path):
+    """init_from_only: the Transformer AR starts from a trained Tacotron 2's encoder and postnet (same modules,
+    same names), its decoder stays fresh; a prefix the checkpoint does not hold is a clear error."""
+    from tests.helpers import tiny_checkpoint
+    from tts import checkpoint
+    from tts.audio import MelConfig
+    from tts.text.frontend import TextFrontend
+
+    enc = dict(embedding_dim=16, encoder_dim=32, encoder_n_convs=1, encoder_kernel_size=3, postnet_channels=16,
+               postnet_layers=2, postnet_kernel_size=3, prenet_dim=16, attention_rnn_dim=32, decoder_rnn_dim=32,
+               attention_dim=16, location_filters=4)
+    src = tiny_checkpoint(tmp_path / "taco.pt", "autoregressive", **enc)
+    frontend = TextFrontend(max_symbols=400)
+    torch.manual_seed(1)
+    model = TransformerAR(n_symbols=len(frontend.symbols), n_mels=MelConfig.default().n_mels, **TINY)
+    fresh = {k: v.clone() for k, v in model.state_dict().items()}
+    checkpoint.warm_start(model, src, MelConfig.default(), frontend.to_dict(), ("encoder.", "postnet."))
+    taco = checkpoint.load(src).model.state_dict()
+    for k, v in model.state_dict().items():
+        if k.startswith(("encoder.", "postnet.")):
+            assert torch.equal(v, taco[k].float()), k
+        else:
+            assert torch.equal(v, fresh[k]), k
+    with pytest.raises(checkpoint.CheckpointError, match="lacks"):
+        checkpoint.warm_start(model, src, MelConfig.default(), frontend.to_dict(), ("encoder_alpha",))

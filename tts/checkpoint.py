@@ -448,12 +448,25 @@ def global_step(raw: dict[str, Any]) -> int | None:
     return raw.get("global_step", raw["tts"].get("info", {}).get("global_step"))
 
 
-def load_weights(model: nn.Module, raw: dict[str, Any], error: str, fresh_prefixes: tuple[str, ...] = ()) -> None:
+def load_weights(model: nn.Module, raw: dict[str, Any], error: str, fresh_prefixes: tuple[str, ...] = (),
+                 only_prefixes: tuple[str, ...] = ()) -> None:
     """Copy a checkpoint's weights into `model` as float32 (release files store fp16); a weight that
     does not fit raises CheckpointError(`error`: details).  fresh_prefixes: parameters under these names
     may be absent from the checkpoint and keep their fresh initialisation (a warm start into a model
-    with new parts, e.g. the NAR's block-mode prenet)."""
+    with new parts, e.g. the NAR's block-mode prenet).  only_prefixes: copy ONLY the model's entries under
+    these names (each must be in the checkpoint and fit), the rest keep their fresh initialisation, and the
+    checkpoint's other entries are ignored (a part of another architecture, e.g. Tacotron 2's encoder and
+    postnet into the Transformer AR)."""
     sd = {k: v.float() if v.is_floating_point() else v for k, v in model_state_dict(raw).items()}
+    if only_prefixes:
+        own = model.state_dict()
+        wanted = [k for k in own if k.startswith(only_prefixes)]
+        missing = [k for k in wanted if k not in sd]
+        if not wanted or missing:
+            shown = ", ".join(missing[:3]) or f"nothing under {list(only_prefixes)} in the model"
+            raise CheckpointError(f"{error}: the checkpoint lacks {len(missing)} of the {len(wanted)} weights "
+                                  f"asked for: {shown}")
+        sd = {**own, **{k: sd[k] for k in wanted}}
     # A NaN/inf weight (a flipped byte, a diverged run) makes NaN audio that a wav writer turns into a
     # full-scale DC click in every sample: such a file is corrupt, whatever its structure says.
     bad = [k for k, v in sd.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
@@ -481,13 +494,15 @@ def load(path: str | Path, device: str | torch.device = "cpu") -> LoadedCheckpoi
     return LoadedCheckpoint(model=model.to(device).eval(), meta=meta)
 
 
-def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, frontend: dict[str, Any] | None) -> dict[str, Any]:
+def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, frontend: dict[str, Any] | None,
+               only: tuple[str, ...] = ()) -> dict[str, Any]:
     """Copy the weights of checkpoint `path` into `model` (a fresh run initialised from an earlier one).
 
     Only weights travel: optimizer state, step count and LR schedule start anew (use `ckpt_path` to
     resume a run instead).  The source must describe the same mel and the same symbol table, because
     weights learnt for other symbol ids or another mel would load without error and mean nothing.
-    Returns the source's `info` (its step, experiment) for the log.
+    `only`: copy just the weights under these name prefixes (`load_weights` only_prefixes), e.g. a model
+    of another architecture that shares its encoder.  Returns the source's `info` (its step, experiment).
     """
     raw = read_raw(path)
     meta = read_meta(raw, path)
@@ -500,7 +515,7 @@ def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, fronte
         if old != new:
             raise CheckpointError(f"init_from {path}: its symbol table differs from this run's text frontend")
     load_weights(model, raw, f"init_from {path}: weights do not fit this run's model",
-                 tuple(getattr(model, "fresh_parameter_prefixes", ())))
+                 tuple(getattr(model, "fresh_parameter_prefixes", ())), tuple(only))
     return {**meta.info, "global_step": global_step(raw)}
 
 
