@@ -26,6 +26,9 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
      block_frames: B, nar_bs: [8, 16, 32, 64, 0]}         block-mode NAR: decode in blocks of B frames (0 =
                                                           one block, parallel); nar_bs expands into NAME_b8,
                                                           ..., NAME_bwhole (issue 22's curve over B)
+     rescore: N, scorer: A                                the best of N seeded candidates under the AR
+                                                          checkpoint A (default checkpoints/ar.pt;
+                                                          tts.runtime.rescoring)
     {kind: acoustic, voice: joe[, model: M], ...}         a shipped voice (checkpoints/default.json): its
                                                           model M (default its first) and, unless V is
                                                           given, the shipped vocoder
@@ -76,7 +79,7 @@ _SPEC_KEYS = {
     "copy": {"kind", "vocoder"},
     "piper": {"kind"},
     "acoustic": {"kind", "checkpoint", "voice", "model", "vocoder", "refine_steps", "nar_ks", "temperature",
-                 "block_frames", "nar_bs"},
+                 "block_frames", "nar_bs", "rescore", "scorer"},
 }
 
 
@@ -139,6 +142,7 @@ def parse_systems(node: Any) -> list[SystemSpec]:
         if temp is not None and (not isinstance(temp, (int, float)) or temp < 0):
             raise EvaluationConfigError(f"system {name!r}: temperature must be a number >= 0, got {temp!r}")
         temp = None if temp is None else float(temp)
+        rescoring = _rescoring(name, spec)  # SystemSpec's rescore / scorer, for every system this entry makes
         bs = spec.get("nar_bs")
         if bs is not None:
             if spec.get("block_frames") is not None or spec.get("nar_ks") is not None:
@@ -151,7 +155,7 @@ def parse_systems(node: Any) -> list[SystemSpec]:
             for b in bs:
                 b = _block_frames(name, b)
                 systems.append(SystemSpec(f"{name}_b{b or 'whole'}", kind, vocoder, str(ckpt), k, temp, b,
-                                          voice))
+                                          voice, **rescoring))
             continue
         block = spec.get("block_frames")
         block = None if block is None else _block_frames(name, block)
@@ -164,11 +168,11 @@ def parse_systems(node: Any) -> list[SystemSpec]:
                 raise EvaluationConfigError(f"system {name!r}: nar_ks is empty")
             for k in ks:
                 systems.append(SystemSpec(f"{name}_k{_steps(name, k)}", kind, vocoder, str(ckpt), _steps(name, k), temp,
-                                          block, voice))
+                                          block, voice, **rescoring))
         else:
             k = spec.get("refine_steps")
             systems.append(SystemSpec(name, kind, vocoder, str(ckpt), None if k is None else _steps(name, k), temp,
-                                      block, voice))
+                                      block, voice, **rescoring))
     names = [s.name for s in systems]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -176,6 +180,22 @@ def parse_systems(node: Any) -> list[SystemSpec]:
     if not systems:
         raise EvaluationConfigError("no systems to evaluate (all entries are null)")
     return systems
+
+
+def _rescoring(name: str, spec: dict) -> dict[str, Any]:
+    """An acoustic entry's `rescore: N` (1..MAX_CANDIDATES) and `scorer: CKPT` -> SystemSpec keywords."""
+    from tts.runtime.rescoring import MAX_CANDIDATES
+
+    n, scorer = spec.get("rescore"), spec.get("scorer")
+    if n is None:
+        if scorer is not None:
+            raise EvaluationConfigError(f"system {name!r}: `scorer` needs `rescore: N`")
+        return {}
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CANDIDATES:
+        raise EvaluationConfigError(f"system {name!r}: rescore must be an integer in [1, {MAX_CANDIDATES}], got {n!r}")
+    if scorer is not None and not Path(str(scorer)).is_file():
+        raise EvaluationConfigError(f"system {name!r}: rescoring scorer checkpoint not found: {scorer}")
+    return {"rescore": n, "scorer": None if scorer is None else str(scorer)}
 
 
 def _block_frames(name: str, b: Any) -> int:

@@ -5,6 +5,7 @@
     python -m tts.synthesize --text-file story.txt --out story.wav --model nar --refine-steps 4
     echo "Read from stdin." | python -m tts.synthesize --out out.wav
     python -m tts.synthesize --runtime onnx --onnx-dir export/ --text "Hi." --out hi.wav
+    python -m tts.synthesize --text "Hello world." --rescore 4 --out best_of_4.wav     (AR rescoring, --scorer CKPT)
     python -m tts.synthesize --checkpoint checkpoints/nar_block.pt --block-frames 16 --stream --text-file book.txt --out - | aplay -f S16_LE -r 22050
 
 Output: the format follows --out's extension: .wav (16-bit PCM; also a name without an extension), .flac,
@@ -63,6 +64,7 @@ EXIT_OUTPUT, EXIT_SYNTHESIS, EXIT_INTERRUPTED = 6, 7, 130  # 130 = 128 + SIGINT;
 # without a limit `--text-file /dev/zero` grew to 2.9 GB before the kernel killed it.
 MAX_TEXT_BYTES = 16 * 2**20
 MAX_AR_RETRIES = 10  # each retry is a whole AR decode of the sentence
+MAX_RESCORE = 16  # tts.runtime.rescoring.MAX_CANDIDATES (not imported: it loads torch)
 
 # --out's extension -> (libsndfile format, subtype).  Opus is not offered: libsndfile's Opus takes 8, 12, 16,
 # 24 or 48 kHz only, and the voices speak at 22 050 Hz.
@@ -176,6 +178,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0,
                    help="NAR: seed of the refiner's start noise (per sentence; the same command gives the same bytes)")
     p.add_argument("--pitch", type=float, default=None, help="NAR: pitch shift in semitones, in [-12, 12]")
+    p.add_argument("--rescore", type=int, default=None, metavar="N",
+                   help=f"the best of N seeded candidates per sentence under an AR scorer, N in [1, {MAX_RESCORE}] "
+                        "(tts.runtime.rescoring; costs N acoustic runs plus the scoring)")
+    p.add_argument("--scorer", type=given_path, default=None, metavar="CKPT",
+                   help="the AR checkpoint that scores --rescore's candidates (default checkpoints/ar.pt)")
     p.add_argument("--ar-retries", type=int, default=2,
                    help="AR: speak a sentence whose attention failed again with up to N (<= 10) other seeds (default 2)")
     p.add_argument("--keep-failed", action="store_true",
@@ -209,6 +216,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--threads must be in [1, {MAX_THREADS}]")
     if not 0 <= args.ar_retries <= MAX_AR_RETRIES:
         p.error(f"--ar-retries must be in [0, {MAX_AR_RETRIES}]")
+    if args.rescore is not None and not 1 <= args.rescore <= MAX_RESCORE:
+        p.error(f"--rescore must be in [1, {MAX_RESCORE}] (candidates per sentence)")
+    if args.scorer is not None and args.rescore is None:
+        p.error("--scorer scores --rescore's candidates: give --rescore N too")
     if args.voice is not None and not args.voice.strip():
         p.error("--voice is empty: give a voice (--list-voices), or leave the option out for the default")
     if args.voice is not None and args.checkpoint is not None:
@@ -516,6 +527,10 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
         pipeline = open_pipeline(args.model, args.checkpoint, args.vocoder, runtime, args.device, args.onnx_dir,
                                  args.threads, args.voice)
         pipeline.use_lexicon(lexicon)
+        if args.rescore is not None:  # the engine decorated: the pipeline is unchanged
+            from tts.runtime.rescoring import DEFAULT_SCORER, RescoringEngine
+
+            pipeline.engine = RescoringEngine(pipeline.engine, args.scorer or DEFAULT_SCORER, args.rescore)
         controls = pipeline.controls(refine_steps=args.refine_steps, temperature=args.temperature, speed=args.speed,
                                      pitch_shift=args.pitch, block_frames=args.block_frames, seed=args.seed)
         sample_rate = pipeline.sample_rate

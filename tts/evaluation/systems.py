@@ -21,7 +21,8 @@ class SystemSpec:
     kind "acoustic": text -> acoustic `checkpoint` -> `vocoder`, through a Pipeline (`pipeline()`), or a shipped
     `voice` (its first model's checkpoint and the shipped vocoder unless `checkpoint` / `vocoder` are given), with
     `refine_steps` K and refiner start-noise `temperature` (None = the checkpoint's own; NAR only), and
-    `block_frames` B (block-mode NAR checkpoints: block-wise decoding; 0 = parallel; None = the checkpoint's).
+    `block_frames` B (block-mode NAR checkpoints: block-wise decoding; 0 = parallel; None = the checkpoint's),
+    and `rescore` N (the best of N seeded candidates under the AR checkpoint `scorer`: tts.runtime.rescoring).
     The evaluation's reference kinds need no acoustic model: "ground_truth" (the corpus wav), "copy" (the
     corpus mel -> `vocoder`) and "piper" (a peer voice).  The run's seed is not part of the spec: one seed
     serves every system of a run (`identity(seed)` records it next to what made a wav).
@@ -35,6 +36,8 @@ class SystemSpec:
     temperature: float | None = None
     block_frames: int | None = None
     voice: str | None = None
+    rescore: int | None = None  # N > 1: the best of N candidates under the AR `scorer` (tts.runtime.rescoring)
+    scorer: str | None = None  # the rescoring AR checkpoint (None: tts.runtime.rescoring.DEFAULT_SCORER)
 
     def __post_init__(self) -> None:
         if self.kind == "acoustic" and self.voice is not None:
@@ -57,6 +60,8 @@ class SystemSpec:
             spec["block_frames"] = self.block_frames
         if self.voice is not None:
             spec["voice"] = self.voice
+        if self.rescore is not None:  # only when set, as block_frames
+            spec["rescore"], spec["scorer"] = self.rescore, self.scorer
         return spec
 
     def identity(self, seed: int | None = None) -> dict[str, Any]:
@@ -76,7 +81,12 @@ class SystemSpec:
 
         if self.kind != "acoustic":
             raise ValueError(f"system {self.name!r} of kind {self.kind!r} has no acoustic model to synthesise with")
-        pipeline = Pipeline(TorchEngine.from_paths(self.checkpoint, self.vocoder, device))
+        engine = TorchEngine.from_paths(self.checkpoint, self.vocoder, device)
+        if self.rescore is not None:
+            from tts.runtime.rescoring import DEFAULT_SCORER, RescoringEngine
+
+            engine = RescoringEngine(engine, self.scorer or DEFAULT_SCORER, self.rescore)
+        pipeline = Pipeline(engine)
         self.controls(pipeline, 0)
         return pipeline
 
