@@ -437,3 +437,51 @@ def test_the_ar_gives_words_from_its_attention():
     result = p.synthesize("Hello world. Good morning.", p.controls(seed=0), timestamps=True)
     assert [w.word.lower() for w in result.words] == ["hello", "world", "good", "morning"]
     assert_words_in_order(result.words, result.seconds)
+
+
+BATCH_TEXTS = ["Hello world.", "A much longer sentence than the others, read in the same batch.", "Yes."]
+
+
+def _lengths_decided_alone(engine, exact_mels: bool) -> None:
+    """Each item of a padded batch gets exactly the durations (hence lengths) it gets alone: they are decided
+    item by item (FastSpeech2._front / onnx_blocks.per_item), so a duration near x.5 frames cannot round
+    differently in a batch (docs/results/batching found one such sentence in 64)."""
+    ids = [engine.encode(t) for t in BATCH_TEXTS]
+    c = engine.defaults.replace(seed=5)
+    batch = engine.mels(ids, [0, 1, 2], c)
+    for k, seq in enumerate(ids):
+        alone = engine.mels([seq], [k], c)
+        n = int(alone.lengths[0])
+        assert int(batch.lengths[k]) == n
+        np.testing.assert_array_equal(batch.durations[k, : len(seq)], alone.durations[0, : len(seq)])
+        mine, theirs = np.asarray(batch.mels[k, :, :n]), np.asarray(alone.mels[0, :, :n])
+        if exact_mels:
+            np.testing.assert_array_equal(mine, theirs)
+        else:
+            np.testing.assert_allclose(mine, theirs, atol=1e-5)
+
+
+def test_an_items_lengths_are_decided_as_if_alone(pipeline: Pipeline):
+    # the parallel ONNX voice runs its whole acoustic graph item by item: bit-exact; torch batches its decoder
+    _lengths_decided_alone(pipeline.engine, exact_mels=pipeline.engine.name == "onnx")
+
+
+def test_a_block_items_lengths_are_decided_as_if_alone(block_pipeline: Pipeline):
+    _lengths_decided_alone(block_pipeline.engine, exact_mels=False)
+
+
+def test_the_nar_front_is_bit_exact_per_item():
+    """FastSpeech2._front at batch 3 equals each item alone BIT FOR BIT (a batched front differs by ~1e-6, which
+    is what let a duration round the other way)."""
+    model = checkpoint.load(shipped_checkpoint("nar")).model
+    frontend = checkpoint.load(shipped_checkpoint("nar")).frontend()
+    ids = [frontend.encode(t) for t in BATCH_TEXTS]
+    L = max(map(len, ids))
+    tokens = torch.tensor([x + [0] * (L - len(x)) for x in ids])
+    mask = torch.arange(L)[None, :] < torch.tensor([len(x) for x in ids])[:, None]
+    with torch.inference_mode():
+        batched = model._front(tokens, mask, 0.0, 1.0, 1.0)
+        for k, seq in enumerate(ids):
+            alone = model._front(torch.tensor([seq]), torch.ones(1, len(seq), dtype=torch.bool), 0.0, 1.0, 1.0)
+            assert torch.equal(batched.log_durations[k, : len(seq)], alone.log_durations[0])
+            assert torch.equal(batched.hidden[k, : len(seq)], alone.hidden[0])

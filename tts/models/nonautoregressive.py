@@ -32,16 +32,17 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from tts.data.batch import Batch, lengths_to_mask
 from tts.models.layers.length_regulator import check_durations, durations_from_log, regulate_length, speed_durations
 from tts.models.blockwise import BlockDecoder, BlockPrenet, DecodedBlock, StreamingRefiner
 from tts.models.layers.transformer import BlockLayout, FFTStack
-from tts.models.layers.variance import VarianceAdaptor, VarianceTargets
+from tts.models.layers.variance import VarianceAdaptor, VarianceOutput, VarianceTargets
 from tts.models.outputs import InferenceSpec, LossOutput, MelOutput
 from tts.models.refiner import FlowMatchingRefiner, per_item_noise
 
@@ -267,6 +268,30 @@ class FastSpeech2(nn.Module):
         x = self.embedding(tokens.masked_fill(~token_mask, 0).clamp_min(0)) * self.embed_scale
         return self.encoder(x, token_mask)
 
+    def _front(self, tokens: torch.Tensor, token_mask: torch.Tensor, pitch_shift: float, pitch_scale: float,
+               energy_scale: float) -> VarianceOutput:
+        """The encoder and the variance adaptor at inference, ITEM BY ITEM: [B, L] -> VarianceOutput [B, L, ...]
+        (zero on padded tokens).  What decides an item's lengths must not depend on its batch: a batched matrix
+        product rounds differently from a single one (~1e-6), and a predicted duration that close to x.5 frames
+        rounds the other way, which moves every later frame (docs/results/batching found 1 sentence in 64).  At
+        batch 1 each item computes exactly what it computes alone; the decoder and refiner stay batched (their
+        1e-6 differences stay 1e-6)."""
+        def one(t: torch.Tensor, m: torch.Tensor) -> VarianceOutput:
+            return self.variance(self.encode(t, m), m, pitch_shift=pitch_shift, pitch_scale=pitch_scale,
+                                 energy_scale=energy_scale)
+
+        if tokens.shape[0] == 1:
+            return one(tokens, token_mask)
+        L = tokens.shape[1]
+        items = [one(tokens[b : b + 1, :n], token_mask[b : b + 1, :n])
+                 for b, n in enumerate(token_mask.sum(dim=1).tolist())]
+
+        def stacked(name: str) -> torch.Tensor:  # [1, n, ...] per item -> [B, L, ...], zero-padded
+            return torch.cat([F.pad(x, (0, 0) * (x.dim() - 2) + (0, L - x.shape[1]))
+                              for x in (getattr(v, name) for v in items)])
+
+        return VarianceOutput(**{f.name: stacked(f.name) for f in fields(VarianceOutput)})
+
     def decode(self, frames: torch.Tensor, frame_mask: torch.Tensor,
                layout: BlockLayout | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """frames [B, T, D] -> (decoder hidden [B, T, D], normalised coarse mel [B, M, T]), zero on padding.
@@ -473,8 +498,7 @@ class FastSpeech2(nn.Module):
         if not speed > 0:
             raise ValueError(f"speed must be > 0, got {speed}")
         token_mask = lengths_to_mask(token_lengths, tokens.shape[1])
-        h = self.encode(tokens, token_mask)
-        var = self.variance(h, token_mask, pitch_shift=pitch_shift, pitch_scale=pitch_scale, energy_scale=energy_scale)
+        var = self._front(tokens, token_mask, pitch_shift, pitch_scale, energy_scale)
         if durations is None:
             d = durations_from_log(var.log_durations, token_mask, speed, self.min_token_frames)
         else:

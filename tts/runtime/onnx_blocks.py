@@ -47,6 +47,34 @@ def pad_ids(ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     return tokens, lengths
 
 
+def stack_items(items: Sequence[Sequence[np.ndarray]], pads: Sequence[float]) -> list[np.ndarray]:
+    """Per-item graph outputs (each [1, ...], lengths differing in any dim) -> one batch per output, each item
+    padded at the end of every dim with that output's pad value (`pads[j]` for output j)."""
+    out = []
+    for j, pad in enumerate(pads):
+        xs = [item[j] for item in items]
+        shape = [len(xs)] + [max(x.shape[d] for x in xs) for d in range(1, xs[0].ndim)]
+        batch = np.full(shape, pad, dtype=xs[0].dtype)
+        for k, x in enumerate(xs):
+            batch[(k, *(slice(0, n) for n in x.shape[1:]))] = x[0]
+        out.append(batch)
+    return out
+
+
+def per_item(run: Any, ids: Sequence[Sequence[int]], feeds: dict[str, np.ndarray],
+             pads: Sequence[float], item_feeds: dict[str, np.ndarray] | None = None) -> list[np.ndarray]:
+    """A graph whose outputs decide an item's LENGTHS run item by item, stacked (`stack_items`): an item then gets
+    exactly what it gets alone, whatever its batch (a batched run rounds ~1e-6 differently, and a duration that
+    close to x.5 frames would round the other way: FastSpeech2._front, docs/results/batching).  `run(feeds)`
+    runs the graph; `feeds` are shared, `item_feeds` [B, ...] are sliced per item."""
+    outs = []
+    for k, seq in enumerate(ids):
+        tokens, lengths = pad_ids([seq])
+        own = {name: x[k : k + 1] for name, x in (item_feeds or {}).items()}
+        outs.append(run(dict(tokens=tokens, token_lengths=lengths, **feeds, **own)))
+    return stack_items(outs, pads)
+
+
 @dataclass
 class Plan:
     """The front graph's output for a batch: the regulated frames before the decoder (FastSpeech2's NARPlan)."""
@@ -76,10 +104,10 @@ class BlockVoice:
         return self.sessions[graph].run(None, feeds, self.run_options)
 
     def plan(self, ids: Sequence[Sequence[int]], controls: Controls) -> Plan:
-        tokens, lengths = pad_ids(ids)
-        frames, frame_mask, mel_lengths, truncated, durations = self._run("front", dict(
-            tokens=tokens, token_lengths=lengths, speed=np.array(controls.speed, np.float32),
-            pitch_shift=np.array(controls.pitch_shift, np.float32)))
+        frames, frame_mask, mel_lengths, truncated, durations = per_item(
+            lambda feeds: self._run("front", feeds), ids,
+            dict(speed=np.array(controls.speed, np.float32), pitch_shift=np.array(controls.pitch_shift, np.float32)),
+            pads=(0.0, False, 0, False, 0))
         return Plan(frames, frame_mask.astype(bool), mel_lengths.astype(np.int64), truncated.astype(bool),
                     durations.astype(np.int64))
 

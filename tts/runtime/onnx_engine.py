@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from tts.noise import item_noise_seed
 from tts.paths import CHECKPOINT_DIR
 from tts.runtime.controls import Controls
 from tts.runtime.engine import Capabilities, MelBatch, StreamPiece, TextEncoding
-from tts.runtime.onnx_blocks import BlockVoice, VocoderStream, pad_ids
+from tts.runtime.onnx_blocks import BlockVoice, VocoderStream, per_item
 from tts.vocoder.render import RenderInput, Synthesis, hann_window, render
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
@@ -194,6 +195,8 @@ class OnnxEngine(TextEncoding):
         self.frontend = TextFrontend.from_dict(spec["frontend"])
         self.sample_rate = int(manifest["mel_config"]["sample_rate"])
         self.hop_length = int(manifest["mel_config"]["hop_length"])
+        # what padded frames hold: the mel config's log floor (MelConfig.log_floor; tts.audio imports torch)
+        self.mel_pad_value = math.log(float(manifest["mel_config"]["log_clamp"]))
         block = spec["decoding"] == "block"
         self.blocks = BlockVoice(self.sessions, spec["block"], self.run_options) if block else None
         self.capabilities = Capabilities(controls=frozenset(
@@ -218,13 +221,15 @@ class OnnxEngine(TextEncoding):
             raise ValueError(f"{len(indices)} item indices for a batch of {len(ids)}")
         if self.blocks is not None:
             return self.blocks.mels(ids, indices, controls)
-        tokens, lengths = pad_ids(ids)
-        inputs = dict(tokens=tokens, token_lengths=lengths, speed=np.array(controls.speed, np.float32),
-                      pitch_shift=np.array(controls.pitch_shift, np.float32),
+        # item by item: the graph decides each item's lengths (onnx_blocks.per_item); measured on this CPU, a
+        # batch of 8 cost what 8 calls cost (docs/results/serve/onnx_batching.md)
+        shared = dict(speed=np.array(controls.speed, np.float32), pitch_shift=np.array(controls.pitch_shift, np.float32),
                       temperature=np.array(controls.temperature, np.float32),
-                      refine_steps=np.array(controls.refine_steps, np.int64),
-                      noise_offsets=np.array([item_noise_seed(controls.seed, i) for i in indices], np.int64))
-        mels, mel_lengths, truncated, durations = self.sessions["acoustic"].run(None, inputs, self.run_options)
+                      refine_steps=np.array(controls.refine_steps, np.int64))
+        offsets = np.array([item_noise_seed(controls.seed, i) for i in indices], np.int64)
+        mels, mel_lengths, truncated, durations = per_item(
+            lambda feeds: self.sessions["acoustic"].run(None, feeds, self.run_options), ids, shared,
+            pads=(self.mel_pad_value, 0, False, 0), item_feeds=dict(noise_offsets=offsets))
         return MelBatch(mels, mel_lengths.astype(np.int64), truncated.astype(bool), None, controls.refine_steps,
                         durations.astype(np.int64))
 
