@@ -30,6 +30,11 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the vocoder alone on a random mel: its own peak memory, no acoustic model involved",
     ("recipes/evaluate.py", "_copy_synthesis"):
         "copy synthesis: the corpus's ground-truth mel through the vocoder, no acoustic model involved",
+    ("recipes/bench/kv_cache.py", "timed_decode"):
+        "the Transformer AR's decode timed step by step with and without its KV cache (use_cache, a model-internal "
+        "switch no engine exposes), lengths forced on random weights: a measurement of the model, not synthesis",
+    ("recipes/bench/kv_cache.py", "measure_memory"):
+        "the same decode's own cache_bytes cross-checked against its cache tensors (model internals, no audio)",
 }
 
 
