@@ -81,10 +81,12 @@ def test_manifest_describes_the_export(exported: Path):
     readers = {name for name, g in manifest["graphs"].items() if table in g.get("external_data", [])}
     assert readers == {"nar.acoustic", "nar_block.refine"}
     assert (exported / table).stat().st_size == 4 * 2**20
-    assert all((exported / g["file"]).stat().st_size < 16e6 for g in manifest["graphs"].values())
-    # the weights are stored as the checkpoints' float16 values (exact), so two voices fit in 37 MB
+    # Weights that float16 holds exactly are stored as float16.  The int8 NARs (issue 31) dequantise to float32
+    # values (int8 x an fp16 scale) that float16 does not hold, so their graphs store float32: two voices take
+    # 66 MB on disk (37 MB with fp16 checkpoints).  Storing them as int8 in the graphs (DequantizeLinear) is open.
+    assert all((exported / g["file"]).stat().st_size < 32e6 for g in manifest["graphs"].values())
     total = sum(f.stat().st_size for f in exported.iterdir())
-    assert total < 37e6, total
+    assert total < 70e6, total
 
 
 def test_an_old_export_format_is_refused_with_the_command(exported: Path, tmp_path: Path):
