@@ -39,7 +39,7 @@ the CPU-small size.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -51,6 +51,7 @@ from tts.models.layers.conv import Postnet
 from tts.models.layers.prenet import Prenet
 from tts.models.layers.tacotron_encoder import TacotronEncoder
 from tts.models.layers.transformer import sinusoidal_positions
+from tts.models.speculative import Speculation, SpeculativeStats, SpeculativeStepper
 
 __all__ = ["TransformerAR", "DecoderCache", "ChunkOutput", "TransformerARInferenceOutput"]
 
@@ -67,6 +68,14 @@ class DecoderCache:
     def length(self) -> int:
         """Decoder positions (steps of r frames) held."""
         return self.layers[0].length
+
+    def truncated(self, length: int) -> "DecoderCache":
+        """The same cache holding only its first `length` positions (speculative decoding drops the rejected
+        ones; the buffers are shared, nothing is copied)."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot truncate a cache of {self.length} positions to {length}")
+        return DecoderCache([replace(layer, length=length) for layer in self.layers], self.memory_mask,
+                            self.generators)
 
     def cache_bytes(self) -> int:
         """Bytes of the self-attention K/V of the positions held plus the memory's K/V, all layers: grows
@@ -86,9 +95,11 @@ class ChunkOutput:
 
 @dataclass
 class TransformerARInferenceOutput(ARInferenceOutput):
-    """ARInferenceOutput plus the KV cache's size at the end of the decode (0 when decoded without a cache)."""
+    """ARInferenceOutput plus the KV cache's size at the end of the decode (0 when decoded without a cache) and,
+    for a speculative decode, its counts (rounds, drafts offered and accepted)."""
 
     cache_bytes: int = 0
+    speculative: SpeculativeStats | None = None
 
 
 class TransformerAR(ARAcousticModel):
@@ -240,13 +251,28 @@ class TransformerAR(ARAcousticModel):
         stop_threshold: float = 0.5,
         use_cache: bool = True,
         noise_seeds: list[int] | None = None,
+        speculation: Speculation | None = None,
     ) -> TransformerARInferenceOutput:
         """Batched free-running decode (stops and limits as Tacotron2.infer).  use_cache=False recomputes every
         layer over the whole prefix at each step (the reference); the prenet noise of a position is drawn once
-        either way, so both give the same frames.  noise_seeds: one per item (None: torch's global RNG)."""
+        either way, so both give the same frames.  noise_seeds: one per item (None: torch's global RNG).
+        speculation: decode speculatively (tts/models/speculative.py; cached; noise_seeds drawn from torch's
+        global RNG when not given, since a round rewinds the items' generators)."""
         B = tokens.shape[0]
         memory, mask = self.encode(tokens, token_lengths)
         stops = StopTracker(self.step_limits(token_lengths, max_decoder_steps), self.r, stop_threshold)
+        if speculation is not None:
+            if not use_cache:
+                raise ValueError("speculative decoding verifies drafts against the KV cache: use_cache must be True")
+            if noise_seeds is None:
+                noise_seeds = torch.randint(0, 2**62, (B,)).tolist()
+            stepper = SpeculativeStepper(
+                speculation, self.decode_chunk, self.start_cache(memory, mask, noise_seeds, int(stops.limits.max())),
+                lambda generators, n: self.prenet.skip(generators, n, memory.device), lambda: ~stops.finished,
+                tokens.shape[1])
+            result = self._decode(stepper, stops, self.go_frame(B, memory), token_lengths)
+            return TransformerARInferenceOutput(**vars(result), cache_bytes=stepper.cache.cache_bytes(),
+                                                speculative=stepper.stats)
         cache = self.start_cache(memory, mask, noise_seeds, capacity=int(stops.limits.max()) if use_cache else 1)
         embedded: list[torch.Tensor] = []  # use_cache=False: every position's decoder input [B, 1, D] so far
 

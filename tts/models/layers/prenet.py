@@ -55,6 +55,12 @@ class Prenet(nn.Module):
                 x = F.dropout(x, p=self.dropout, training=True)
         return x
 
+    def skip(self, generators: Sequence[torch.Generator], positions: int, device: torch.device | str = "cpu") -> None:
+        """Advance each item's generator past `positions` positions' masks, exactly as drawing them would
+        (speculative decoding rewinds to a round's start and keeps only the positions it emitted)."""
+        for g in generators:
+            torch.rand((positions, len(self.layers), self.out_dim), generator=g, device=device)
+
     def _item_masks(self, x: torch.Tensor, generators: Sequence[torch.Generator]) -> torch.Tensor:
         """-> keep [B, ..., n_layers, dim] (x's dtype, 0/1): item b's from generators[b], position-major."""
         if len(generators) != x.shape[0]:

@@ -1,0 +1,146 @@
+"""Speculative decoding of the Transformer AR (issue 37 item 3, tts/models/speculative.py): with drafts equal to
+the AR's own frames every draft is accepted and the result IS plain cached decoding; at tolerance 0 no draft is
+accepted and the result is plain decoding one position a round; a loose tolerance emits k positions a round; the
+prenet noise of a position does not depend on the rounds; the NAR drafter anchors on the AR's attention.  Tiny
+random models on CPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from test_autoregressive import random_batch
+from test_transformer_ar import assert_same_decode, decode, tiny_model
+from tts.models.speculative import NARDrafter, RepeatDrafter, Speculation, frame_distance
+
+STEPS = 14
+FREE = dict(max_decoder_steps=STEPS, stop_threshold=1.1)  # no stop: every item decodes all STEPS positions
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def plain_positions(model, batch, seeds) -> tuple:
+    """Plain cached decode, and the normalised frames [B, S, r, M] each position produced (pre-postnet)."""
+    produced = []
+    run_chunk = model.decode_chunk
+
+    def recording(cache, inputs):
+        out = run_chunk(cache, inputs)
+        produced.append(out.frames)
+        return out
+
+    model.decode_chunk = recording
+    try:
+        out = decode(model, batch.tokens, batch.token_lengths, noise_seeds=seeds, **FREE)
+    finally:
+        del model.decode_chunk
+    return out, torch.cat(produced, dim=1)
+
+
+class OracleDrafter:
+    """Drafts what plain decoding produced: the last frame of the next n positions."""
+
+    def __init__(self, frames: torch.Tensor) -> None:
+        self.frames = frames  # [B, S, r, M]
+
+    def draft(self, frame, attention, emitted, n):
+        last = self.frames[:, :, -1]  # [B, S, M]
+        at = torch.arange(emitted, emitted + n).clamp(max=last.shape[1] - 1)
+        return last[:, at]
+
+
+@pytest.mark.parametrize("k", [2, 4, 16])
+def test_drafts_equal_to_the_ar_s_own_frames_are_all_accepted_and_change_nothing(k: int):
+    model = tiny_model(prenet_dropout_at_inference=True)
+    batch = random_batch()
+    seeds = [3, 4, 5]
+    plain, frames = plain_positions(model, batch, seeds)
+    spec = decode(model, batch.tokens, batch.token_lengths, noise_seeds=seeds,
+                  speculation=Speculation(OracleDrafter(frames), k=k, tolerance=1e-4), **FREE)
+    assert_same_decode(spec, plain)
+    stats = spec.speculative
+    # every draft taken but past the step limit, where the oracle has nothing to say (the last round)
+    assert stats.accepted >= stats.drafted - (k - 1)
+    assert stats.emitted[:-1] == [k] * (len(stats.emitted) - 1)  # a full chunk a round (the last cut by the limit)
+    assert stats.rounds == -(-STEPS // k)
+
+
+def test_at_tolerance_zero_nothing_is_accepted_and_the_decode_is_plain():
+    model = tiny_model(prenet_dropout_at_inference=True)
+    batch = random_batch()
+    plain = decode(model, batch.tokens, batch.token_lengths, noise_seeds=[1, 2, 3], **FREE)
+    spec = decode(model, batch.tokens, batch.token_lengths, noise_seeds=[1, 2, 3],
+                  speculation=Speculation(RepeatDrafter(), k=4, tolerance=0.0), **FREE)
+    assert_same_decode(spec, plain)  # every round keeps only o_1, the plain step, with its own noise
+    assert spec.speculative.accepted == 0 and spec.speculative.rounds == STEPS
+    assert spec.speculative.emitted == [1] * STEPS
+
+
+def test_a_loose_tolerance_emits_k_positions_a_round_and_moves_the_result():
+    model = tiny_model(prenet_dropout_at_inference=True)
+    batch = random_batch()
+    plain = decode(model, batch.tokens, batch.token_lengths, noise_seeds=[1, 2, 3], **FREE)
+    spec = decode(model, batch.tokens, batch.token_lengths, noise_seeds=[1, 2, 3],
+                  speculation=Speculation(RepeatDrafter(), k=4, tolerance=1e9), **FREE)
+    assert spec.speculative.acceptance == 1.0 and spec.speculative.rounds == 4  # ceil(14 / 4)
+    assert spec.mels.shape == plain.mels.shape
+    assert not torch.allclose(spec.mels, plain.mels, atol=1e-3)  # fed its drafts, the AR says something else
+
+
+def test_the_stop_token_ends_a_speculative_decode_where_it_fires():
+    model = tiny_model(prenet_dropout_at_inference=False)
+    batch = random_batch()
+    plain, frames = plain_positions(model, batch, [1, 2, 3])
+    kwargs = dict(max_decoder_steps=STEPS, stop_threshold=0.5)  # the random stop token fires somewhere
+    plain = decode(model, batch.tokens, batch.token_lengths, noise_seeds=[1, 2, 3], **kwargs)
+    spec = decode(model, batch.tokens, batch.token_lengths, noise_seeds=[1, 2, 3],
+                  speculation=Speculation(OracleDrafter(frames), k=8, tolerance=1e-4), **kwargs)
+    assert_same_decode(spec, plain)
+    assert [f.ok for f in spec.failures] == [f.ok for f in plain.failures]
+
+
+def test_batched_speculation_equals_each_item_alone():
+    """The batch accepts the shortest prefix of its live items; the frames an item gets are still its own."""
+    model = tiny_model(prenet_dropout_at_inference=True)
+    batch = random_batch()
+    plain, frames = plain_positions(model, batch, [1, 2, 3])
+    whole = decode(model, batch.tokens, batch.token_lengths, noise_seeds=[1, 2, 3],
+                   speculation=Speculation(OracleDrafter(frames), k=4, tolerance=1e-4), **FREE)
+    for b in range(3):
+        L = int(batch.token_lengths[b])
+        alone = decode(model, batch.tokens[b : b + 1, :L], batch.token_lengths[b : b + 1], noise_seeds=[b + 1],
+                       speculation=Speculation(OracleDrafter(frames[b : b + 1]), k=4, tolerance=1e-4), **FREE)
+        torch.testing.assert_close(alone.mels[0], whole.mels[b, :, : alone.mels.shape[2]], atol=1e-5, rtol=0)
+
+
+def test_speculation_needs_the_cache_and_a_sensible_k():
+    model = tiny_model()
+    batch = random_batch()
+    with pytest.raises(ValueError, match="use_cache"):
+        decode(model, batch.tokens, batch.token_lengths, use_cache=False, speculation=Speculation(RepeatDrafter()))
+    with pytest.raises(ValueError, match="k >= 2"):
+        Speculation(RepeatDrafter(), k=1)
+    with pytest.raises(ValueError, match="tolerance"):
+        Speculation(RepeatDrafter(), k=2, tolerance=float("nan"))
+
+
+def test_the_nar_drafter_follows_the_attention_and_snaps_to_the_closest_frame():
+    M, r = 4, 3
+    durations = torch.tensor([[2, 6, 4]])  # token centres at frames 1, 5, 10
+    mels = torch.arange(12, dtype=torch.float32)[None, :, None].expand(1, 12, M).clone()  # frame t == t
+    drafter = NARDrafter(mels, durations, torch.tensor([12]), r=r, search=1)
+    on_second = torch.tensor([[0.0, 1.0, 0.0]])  # attention on token 1: centre frame 5
+    assert drafter.anchor(torch.full((1, M), 5.0), on_second).item() == 5
+    assert drafter.anchor(torch.full((1, M), 6.0), on_second).item() == 6  # within `search`: the closest frame
+    assert drafter.anchor(torch.full((1, M), 9.0), on_second).item() == 6  # past it: the edge of the window
+    halfway = torch.tensor([[0.0, 0.5, 0.5]])  # centroid 1.5: between the centres 5 and 10
+    assert drafter.anchor(torch.full((1, M), 7.5), halfway).item() in (7, 8)
+    drafts = drafter.draft(torch.full((1, M), 5.0), on_second, emitted=0, n=3)  # frames 8, 11, then held at 11
+    assert drafts[0, :, 0].tolist() == [8.0, 11.0, 11.0]
+    assert frame_distance(drafts[0, 0], torch.full((M,), 5.0)).item() == pytest.approx(3.0)
