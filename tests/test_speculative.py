@@ -144,3 +144,65 @@ def test_the_nar_drafter_follows_the_attention_and_snaps_to_the_closest_frame():
     drafts = drafter.draft(torch.full((1, M), 5.0), on_second, emitted=0, n=3)  # frames 8, 11, then held at 11
     assert drafts[0, :, 0].tolist() == [8.0, 11.0, 11.0]
     assert frame_distance(drafts[0, 0], torch.full((M,), 5.0)).item() == pytest.approx(3.0)
+
+
+# --- the engine decorator (tts.runtime.speculative) ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory):
+    from helpers import TINY as TINY_MODELS, tiny_checkpoint
+    from test_transformer_ar import TINY as TINY_TAR
+    from tts import checkpoint
+    from tts.runtime.torch_engine import TorchEngine
+    from tts.vocoder.registry import load_vocoder
+
+    root = tmp_path_factory.mktemp("speculative")
+    tar = checkpoint.load(tiny_checkpoint(root / "tar.pt", "transformer_ar", **TINY_TAR))
+    nar = tiny_checkpoint(root / "nar.pt", "nonautoregressive", **TINY_MODELS["nonautoregressive"])
+    ar = tiny_checkpoint(root / "ar.pt", "autoregressive", **TINY_MODELS["autoregressive"])
+    base = TorchEngine(tar, load_vocoder("griffin-lim", tar.mel_config))
+    return {"base": base, "nar": nar, "ar": ar}
+
+
+def test_the_engine_at_tolerance_zero_is_the_base_and_counts_its_rounds(engines):
+    from tts.runtime.speculative import SpeculativeEngine
+
+    base = engines["base"]
+    ids = [base.encode("Hello world."), base.encode("The cat sat on the mat.")]
+    controls = base.defaults.replace(seed=7)
+    frames = [30, 42]  # forced: a random model's stop token means nothing
+    for drafter in ("repeat", engines["nar"]):
+        engine = SpeculativeEngine(base, drafter, k=4, tolerance=0.0)
+        got, want = engine.mels(ids, [0, 1], controls, frames), base.mels(ids, [0, 1], controls, frames)
+        torch.testing.assert_close(got.mels, want.mels, atol=1e-5, rtol=0)
+        assert engine.last_stats.accepted == 0 and engine.last_stats.rounds == -(-max(frames) // 3)
+    assert engine.last_draft_s > 0  # the NAR drafted
+    loose = SpeculativeEngine(base, engines["nar"], k=4, tolerance=1e9)
+    loose.mels(ids, [0, 1], controls, frames)
+    assert loose.last_stats.acceptance == 1.0 and loose.last_stats.positions_per_round > 3
+
+
+def test_the_pipeline_speaks_through_it(engines):
+    from tts.runtime.pipeline import Pipeline
+    from tts.runtime.speculative import SpeculativeEngine
+
+    pipeline = Pipeline(SpeculativeEngine(engines["base"], engines["nar"], k=8, tolerance=0.5))
+    audio = pipeline.synthesize("One sentence. And another one.", pipeline.controls(seed=1))
+    assert audio.wave.size > 0 and pipeline.engine.last_stats.rounds > 0
+
+
+def test_the_engine_refuses_what_cannot_speculate(engines):
+    from tts import checkpoint
+    from tts.errors import CheckpointError
+    from tts.runtime.speculative import SpeculativeEngine
+    from tts.runtime.torch_engine import TorchEngine
+
+    tacotron = TorchEngine(checkpoint.load(engines["ar"]), None)
+    with pytest.raises(CheckpointError, match="Transformer AR"):
+        SpeculativeEngine(tacotron)
+    with pytest.raises(CheckpointError, match="non-autoregressive"):
+        SpeculativeEngine(engines["base"], tacotron)
+    with pytest.raises(ValueError, match="k >= 2"):
+        SpeculativeEngine(engines["base"], k=1)
+    with pytest.raises(ValueError, match="autoregressive model"):
+        TorchEngine(checkpoint.load(engines["nar"]), None).mels([[3, 4]], [0], engines["base"].defaults,
+                                                                ar_options={"speculation": None})

@@ -111,22 +111,6 @@ class NARDrafter:
 
 
 @dataclass
-class Speculation:
-    """How to decode speculatively: drafter, chunk size k (>= 2: one known input + k - 1 drafts) and the
-    acceptance tolerance (rms over mel channels, normalised units)."""
-
-    drafter: Drafter
-    k: int = 4
-    tolerance: float = 0.5
-
-    def __post_init__(self) -> None:
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 2:
-            raise ValueError(f"speculative decoding needs k >= 2 positions a round, got {self.k!r}")
-        if not self.tolerance >= 0:
-            raise ValueError(f"the acceptance tolerance must be >= 0, got {self.tolerance!r}")
-
-
-@dataclass
 class SpeculativeStats:
     """Counts of one speculative decode (a batch)."""
 
@@ -144,6 +128,23 @@ class SpeculativeStats:
         return sum(self.emitted) / self.rounds if self.rounds else 0.0
 
 
+@dataclass
+class Speculation:
+    """How to decode speculatively: drafter, chunk size k (>= 2: one known input + k - 1 drafts) and the
+    acceptance tolerance (rms over mel channels, normalised units).  The decode counts into `stats`."""
+
+    drafter: Drafter
+    k: int = 4
+    tolerance: float = 0.5
+    stats: SpeculativeStats = field(default_factory=SpeculativeStats)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 2:
+            raise ValueError(f"speculative decoding needs k >= 2 positions a round, got {self.k!r}")
+        if not self.tolerance >= 0:
+            raise ValueError(f"the acceptance tolerance must be >= 0, got {self.tolerance!r}")
+
+
 class SpeculativeStepper:
     """The step callable of ARAcousticModel._decode for a speculative decode: a round fills a queue of emitted
     positions, the free-running loop takes them one by one (stop tokens and limits stay the loop's).
@@ -157,7 +158,7 @@ class SpeculativeStepper:
                  n_tokens: int) -> None:
         self.spec, self.run_chunk, self.cache, self.skip, self.live = speculation, run_chunk, cache, skip, live
         self.queue: deque = deque()
-        self.stats = SpeculativeStats()
+        self.stats = speculation.stats
         self.attention: torch.Tensor | None = None
         self.n_tokens = n_tokens
 

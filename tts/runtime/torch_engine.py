@@ -70,21 +70,22 @@ class TorchEngine(TextEncoding):
 
     @torch.inference_mode()
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
-             forced_frames: Sequence[int] | None = None) -> MelBatch:
+             forced_frames: Sequence[int] | None = None, ar_options: dict | None = None) -> MelBatch:
         """THE acoustic-model call.  The NAR refiner's noise of item b comes from (seed, indices[b]) (tts.noise).
         An AR model whose spec says item_noise_seeds (the Transformer AR) gets the same per-item seeds; Tacotron 2's
         prenet dropout uses torch's global RNG: it is seeded from (seed, indices[0]) inside a forked RNG state
         (batch 1 is then reproducible per item; the caller's RNG is untouched).
         forced_frames: per-item output frames for models whose stop token / durations mean nothing (random
         weights): the NAR gets evenly spread durations summing to them, the AR decodes ceil(max / r) steps
-        with its stop token disabled (so up to r - 1 frames more)."""
+        with its stop token disabled (so up to r - 1 frames more).  ar_options: more keywords of an AR model's
+        `infer` (the speculative engine's `speculation`; tts.runtime.speculative)."""
         tokens, lengths = pad_tokens(ids, self.device)
         if len(indices) != len(ids):
             raise ValueError(f"{len(indices)} item indices for a batch of {len(ids)}")
         if self.capabilities.autoregressive:
-            kwargs: dict = {}
+            kwargs: dict = dict(ar_options or {})
             if forced_frames is not None:
-                kwargs = dict(max_decoder_steps=math.ceil(max(forced_frames) / self.model.r),
+                kwargs |= dict(max_decoder_steps=math.ceil(max(forced_frames) / self.model.r),
                               stop_threshold=1.1)  # a probability never exceeds 1: the decoder never stops
             if self.item_noise_seeds:  # one RNG per item: an item sounds the same in any batch
                 out = self.model.infer(tokens, lengths, **kwargs,
@@ -95,6 +96,8 @@ class TorchEngine(TextEncoding):
                     torch.manual_seed(item_noise_seed(controls.seed, indices[0]))
                     out = self.model.infer(tokens, lengths, **kwargs)
         else:
+            if ar_options:
+                raise ValueError(f"options {sorted(ar_options)} are for an autoregressive model; this voice is not one")
             durations = None
             if forced_frames is not None:
                 durations = torch.zeros_like(tokens)  # [B, L] frames per token, zero on padding
