@@ -29,6 +29,10 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
      rescore: N, scorer: A                                the best of N seeded candidates under the AR
                                                           checkpoint A (default checkpoints/ar.pt;
                                                           tts.runtime.rescoring)
+     speculate: k, drafter: D, tolerance: X               a Transformer AR checkpoint C decoded speculatively,
+                                                          k positions a round, drafted by the NAR checkpoint D
+                                                          (default checkpoints/nar.pt) or `repeat`, drafts kept
+                                                          within rms X (tts.runtime.speculative)
     {kind: acoustic, voice: joe[, model: M], ...}         a shipped voice (checkpoints/default.json): its
                                                           model M (default its first) and, unless V is
                                                           given, the shipped vocoder
@@ -79,7 +83,7 @@ _SPEC_KEYS = {
     "copy": {"kind", "vocoder"},
     "piper": {"kind"},
     "acoustic": {"kind", "checkpoint", "voice", "model", "vocoder", "refine_steps", "nar_ks", "temperature",
-                 "block_frames", "nar_bs", "rescore", "scorer"},
+                 "block_frames", "nar_bs", "rescore", "scorer", "speculate", "drafter", "tolerance"},
 }
 
 
@@ -142,7 +146,8 @@ def parse_systems(node: Any) -> list[SystemSpec]:
         if temp is not None and (not isinstance(temp, (int, float)) or temp < 0):
             raise EvaluationConfigError(f"system {name!r}: temperature must be a number >= 0, got {temp!r}")
         temp = None if temp is None else float(temp)
-        rescoring = _rescoring(name, spec)  # SystemSpec's rescore / scorer, for every system this entry makes
+        # SystemSpec's rescore / scorer and speculate / drafter / tolerance, for every system this entry makes
+        rescoring = _rescoring(name, spec) | _speculation(name, spec)
         bs = spec.get("nar_bs")
         if bs is not None:
             if spec.get("block_frames") is not None or spec.get("nar_ks") is not None:
@@ -180,6 +185,28 @@ def parse_systems(node: Any) -> list[SystemSpec]:
     if not systems:
         raise EvaluationConfigError("no systems to evaluate (all entries are null)")
     return systems
+
+
+def _speculation(name: str, spec: dict) -> dict[str, Any]:
+    """An acoustic entry's `speculate: k` (>= 2), `drafter: CKPT | repeat`, `tolerance: X` -> SystemSpec keywords."""
+    from tts.runtime.speculative import DEFAULT_TOLERANCE, REPEAT
+
+    k, drafter, tolerance = spec.get("speculate"), spec.get("drafter"), spec.get("tolerance")
+    if k is None:
+        if drafter is not None or tolerance is not None:
+            raise EvaluationConfigError(f"system {name!r}: `drafter` and `tolerance` need `speculate: k`")
+        return {}
+    if spec.get("rescore") is not None:
+        raise EvaluationConfigError(f"system {name!r}: rescore (NAR candidates) and speculate (a Transformer AR's "
+                                    "decode) do not combine")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise EvaluationConfigError(f"system {name!r}: speculate must be an integer k >= 2, got {k!r}")
+    if drafter is not None and str(drafter) != REPEAT and not Path(str(drafter)).is_file():
+        raise EvaluationConfigError(f"system {name!r}: drafter checkpoint not found: {drafter} (or `repeat`)")
+    tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
+        raise EvaluationConfigError(f"system {name!r}: tolerance must be a number >= 0, got {tolerance!r}")
+    return {"speculate": k, "drafter": None if drafter is None else str(drafter), "tolerance": float(tolerance)}
 
 
 def _rescoring(name: str, spec: dict) -> dict[str, Any]:

@@ -156,11 +156,12 @@ def engines(tmp_path_factory):
     from tts.vocoder.registry import load_vocoder
 
     root = tmp_path_factory.mktemp("speculative")
-    tar = checkpoint.load(tiny_checkpoint(root / "tar.pt", "transformer_ar", **TINY_TAR))
+    tar_path = tiny_checkpoint(root / "tar.pt", "transformer_ar", **TINY_TAR)
+    tar = checkpoint.load(tar_path)
     nar = tiny_checkpoint(root / "nar.pt", "nonautoregressive", **TINY_MODELS["nonautoregressive"])
     ar = tiny_checkpoint(root / "ar.pt", "autoregressive", **TINY_MODELS["autoregressive"])
     base = TorchEngine(tar, load_vocoder("griffin-lim", tar.mel_config))
-    return {"base": base, "nar": nar, "ar": ar}
+    return {"base": base, "nar": nar, "ar": ar, "tar_path": tar_path}
 
 
 def test_the_engine_at_tolerance_zero_is_the_base_and_counts_its_rounds(engines):
@@ -206,3 +207,25 @@ def test_the_engine_refuses_what_cannot_speculate(engines):
     with pytest.raises(ValueError, match="autoregressive model"):
         TorchEngine(checkpoint.load(engines["nar"]), None).mels([[3, 4]], [0], engines["base"].defaults,
                                                                 ar_options={"speculation": None})
+
+
+def test_the_evaluation_system_option_composes(engines):
+    from recipes.evaluate import EvaluationConfigError, parse_systems
+    from tts.runtime.speculative import DEFAULT_TOLERANCE, SpeculativeEngine
+
+    tar = engines["tar_path"]
+    [plain, spec] = parse_systems({
+        "tar": {"kind": "acoustic", "checkpoint": str(tar), "vocoder": "griffin-lim"},
+        "tar_s4": {"kind": "acoustic", "checkpoint": str(tar), "vocoder": "griffin-lim", "speculate": 4,
+                   "drafter": str(engines["nar"])}})
+    assert "speculate" not in plain.spec()  # earlier runs' identities stay valid
+    assert spec.spec()["speculate"] == 4 and spec.spec()["tolerance"] == DEFAULT_TOLERANCE
+    pipeline = spec.pipeline()
+    assert isinstance(pipeline.engine, SpeculativeEngine) and pipeline.engine.k == 4
+    [item] = spec.synthesize_items(pipeline, ["Hello world."], seed=0)
+    assert item.wave.size > 0 and pipeline.engine.last_stats.rounds > 0
+    for bad in ({"speculate": 1}, {"speculate": "4"}, {"drafter": "repeat"}, {"tolerance": 0.5},
+                {"speculate": 4, "drafter": "/no.pt"}, {"speculate": 4, "tolerance": -1},
+                {"speculate": 4, "rescore": 2}):
+        with pytest.raises(EvaluationConfigError):
+            parse_systems({"s": {"kind": "acoustic", "checkpoint": str(tar), **bad}})

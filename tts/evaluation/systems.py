@@ -22,7 +22,9 @@ class SystemSpec:
     `voice` (its first model's checkpoint and the shipped vocoder unless `checkpoint` / `vocoder` are given), with
     `refine_steps` K and refiner start-noise `temperature` (None = the checkpoint's own; NAR only), and
     `block_frames` B (block-mode NAR checkpoints: block-wise decoding; 0 = parallel; None = the checkpoint's),
-    and `rescore` N (the best of N seeded candidates under the AR checkpoint `scorer`: tts.runtime.rescoring).
+    and `rescore` N (the best of N seeded candidates under the AR checkpoint `scorer`: tts.runtime.rescoring),
+    and `speculate` k (a Transformer AR decoded speculatively, drafted by the NAR checkpoint `drafter` or
+    "repeat", drafts kept within rms `tolerance`: tts.runtime.speculative).
     The evaluation's reference kinds need no acoustic model: "ground_truth" (the corpus wav), "copy" (the
     corpus mel -> `vocoder`) and "piper" (a peer voice).  The run's seed is not part of the spec: one seed
     serves every system of a run (`identity(seed)` records it next to what made a wav).
@@ -38,6 +40,9 @@ class SystemSpec:
     voice: str | None = None
     rescore: int | None = None  # N > 1: the best of N candidates under the AR `scorer` (tts.runtime.rescoring)
     scorer: str | None = None  # the rescoring AR checkpoint (None: tts.runtime.rescoring.DEFAULT_SCORER)
+    speculate: int | None = None  # k >= 2: speculative decoding, k positions a round (tts.runtime.speculative)
+    drafter: str | None = None  # its drafter: a NAR checkpoint or "repeat" (None: DEFAULT_DRAFTER)
+    tolerance: float | None = None  # its acceptance rms (None: tts.runtime.speculative.DEFAULT_TOLERANCE)
 
     def __post_init__(self) -> None:
         if self.kind == "acoustic" and self.voice is not None:
@@ -62,6 +67,8 @@ class SystemSpec:
             spec["voice"] = self.voice
         if self.rescore is not None:  # only when set, as block_frames
             spec["rescore"], spec["scorer"] = self.rescore, self.scorer
+        if self.speculate is not None:
+            spec["speculate"], spec["drafter"], spec["tolerance"] = self.speculate, self.drafter, self.tolerance
         return spec
 
     def identity(self, seed: int | None = None) -> dict[str, Any]:
@@ -86,6 +93,11 @@ class SystemSpec:
             from tts.runtime.rescoring import DEFAULT_SCORER, RescoringEngine
 
             engine = RescoringEngine(engine, self.scorer or DEFAULT_SCORER, self.rescore)
+        if self.speculate is not None:
+            from tts.runtime.speculative import DEFAULT_DRAFTER, DEFAULT_TOLERANCE, SpeculativeEngine
+
+            engine = SpeculativeEngine(engine, self.drafter or DEFAULT_DRAFTER, self.speculate,
+                                       DEFAULT_TOLERANCE if self.tolerance is None else self.tolerance)
         pipeline = Pipeline(engine)
         self.controls(pipeline, 0)
         return pipeline

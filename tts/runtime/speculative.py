@@ -24,9 +24,11 @@ from tts.errors import CheckpointError, MelConfigMismatchError
 from tts.models.speculative import Drafter, NARDrafter, RepeatDrafter, Speculation, SpeculativeStats
 from tts.runtime.controls import Controls
 from tts.runtime.engine import MelBatch, StreamPiece
+from tts.paths import CHECKPOINT_DIR
 from tts.runtime.rescoring import symbol_map
 
 REPEAT = "repeat"  # the drafter that holds the last frame (no model)
+DEFAULT_DRAFTER = str(CHECKPOINT_DIR / "nar.pt")  # the shipped NAR: the same corpus, the same frontend
 DEFAULT_K = 4
 DEFAULT_TOLERANCE = 0.5
 
