@@ -10,6 +10,8 @@
     python -m recipes.benchmark batching [--batch-sizes 1,2,4,8,16] [--orders bucketed,random] [--limit 64] [--out DIR]
         (recipes/bench/batching.py: AR and NAR throughput over batch size, bucketed vs random, padding fractions)
     python -m recipes.benchmark kv-cache [--lengths 100,..,2000] [--budget-mb 512] [--out DIR]  (bench/kv_cache.py)
+    python -m recipes.benchmark latency [--lengths 12,..,200] [--repeats 3] [--threads 1] [--tar CKPT] [--out DIR]
+        (recipes/bench/latency.py: every system's model-only and end-to-end time against length, and the margin)
 
 Without --ar / --nar / --vocoder the shipped models are measured (checkpoints/ar.pt, checkpoints/nar.pt and the
 default vocoder of checkpoints/default.json); --random builds random-weight models for the ones not given.
@@ -101,6 +103,7 @@ SUBCOMMANDS = {
     "batching": ("recipes.bench.batching", "AR and NAR throughput over batch size, bucketed vs random, padding"),
     "runtime": ("recipes.bench.runtime", "default (ONNX) vs torch vs Piper RTF, CLI stream and cold start"),
     "kv-cache": ("recipes.bench.kv_cache", "the Transformer AR's per-step time and KV-cache memory against length"),
+    "latency": ("recipes.bench.latency", "every system's model-only and end-to-end time against length, the margin"),
 }
 
 
