@@ -229,3 +229,32 @@ def test_the_evaluation_system_option_composes(engines):
                 {"speculate": 4, "rescore": 2}):
         with pytest.raises(EvaluationConfigError):
             parse_systems({"s": {"kind": "acoustic", "checkpoint": str(tar), **bad}})
+
+
+def test_the_cli_speaks_speculatively_and_refuses_bad_values(engines, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tts.paths import REPO_ROOT
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tts.synthesize", "--vocoder", "griffin-lim", "--quiet",
+                               "--text", "Hello world.", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+    out = tmp_path / "s.wav"
+    proc = cli("--checkpoint", str(engines["tar_path"]), "--speculate", "4", "--drafter", str(engines["nar"]),
+               "--tolerance", "0.3", "--keep-failed", "--out", str(out))  # a random AR's attention fails
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.stat().st_size > 44
+    bad = tmp_path / "x.wav"
+    for args, message in ((["--speculate", "1"], "--speculate"), (["--speculate", "65"], "--speculate"),
+                          (["--drafter", "repeat"], "give --speculate"), (["--speculate", "4", "--tolerance", "-1"],
+                                                                           "--tolerance"),
+                          (["--speculate", "4", "--rescore", "2"], "do not combine")):
+        proc = cli("--checkpoint", str(engines["tar_path"]), *args, "--out", str(bad))
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    proc = cli("--checkpoint", str(engines["nar"]), "--speculate", "4", "--out", str(bad))  # not a Transformer AR
+    assert proc.returncode not in (0, 1) and "Transformer AR" in proc.stderr, proc.stderr
+    assert not bad.exists()

@@ -6,6 +6,7 @@
     echo "Read from stdin." | python -m tts.synthesize --out out.wav
     python -m tts.synthesize --runtime onnx --onnx-dir export/ --text "Hi." --out hi.wav
     python -m tts.synthesize --text "Hello world." --rescore 4 --out best_of_4.wav     (AR rescoring, --scorer CKPT)
+    python -m tts.synthesize --checkpoint TAR.ckpt --speculate 8 --text "Hello." --out s.wav  (speculative AR decoding)
     python -m tts.synthesize --checkpoint checkpoints/nar_block.pt --block-frames 16 --stream --text-file book.txt --out - | aplay -f S16_LE -r 22050
 
 Output: the format follows --out's extension: .wav (16-bit PCM; also a name without an extension), .flac,
@@ -65,6 +66,7 @@ EXIT_OUTPUT, EXIT_SYNTHESIS, EXIT_INTERRUPTED = 6, 7, 130  # 130 = 128 + SIGINT;
 MAX_TEXT_BYTES = 16 * 2**20
 MAX_AR_RETRIES = 10  # each retry is a whole AR decode of the sentence
 MAX_RESCORE = 16  # tts.runtime.rescoring.MAX_CANDIDATES (not imported: it loads torch)
+MAX_SPECULATE = 64  # positions a network call: past it the drafts are rejected long before (tts.runtime.speculative)
 
 # --out's extension -> (libsndfile format, subtype).  Opus is not offered: libsndfile's Opus takes 8, 12, 16,
 # 24 or 48 kHz only, and the voices speak at 22 050 Hz.
@@ -183,6 +185,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(tts.runtime.rescoring; costs N acoustic runs plus the scoring)")
     p.add_argument("--scorer", type=given_path, default=None, metavar="CKPT",
                    help="the AR checkpoint that scores --rescore's candidates (default checkpoints/ar.pt)")
+    p.add_argument("--speculate", type=int, default=None, metavar="K",
+                   help=f"a Transformer AR voice (--checkpoint) decoded speculatively, K in [2, {MAX_SPECULATE}] "
+                        "positions a network call (tts.runtime.speculative)")
+    p.add_argument("--drafter", default=None, metavar="CKPT",
+                   help="--speculate's drafter: a NAR checkpoint (default checkpoints/nar.pt) or `repeat`")
+    p.add_argument("--tolerance", type=float, default=None, metavar="X",
+                   help="--speculate's acceptance: a draft is kept within rms X of the AR's own frame (normalised "
+                        "log-mel; default 0.5)")
     p.add_argument("--ar-retries", type=int, default=2,
                    help="AR: speak a sentence whose attention failed again with up to N (<= 10) other seeds (default 2)")
     p.add_argument("--keep-failed", action="store_true",
@@ -220,6 +230,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--rescore must be in [1, {MAX_RESCORE}] (candidates per sentence)")
     if args.scorer is not None and args.rescore is None:
         p.error("--scorer scores --rescore's candidates: give --rescore N too")
+    if args.speculate is not None and not 2 <= args.speculate <= MAX_SPECULATE:
+        p.error(f"--speculate must be in [2, {MAX_SPECULATE}] (positions a network call)")
+    if (args.drafter is not None or args.tolerance is not None) and args.speculate is None:
+        p.error("--drafter and --tolerance set --speculate's decoding: give --speculate K too")
+    if args.tolerance is not None and not (0 <= args.tolerance < float("inf")):
+        p.error("--tolerance must be a finite number >= 0")
+    if args.speculate is not None and args.rescore is not None:
+        p.error("--speculate (a Transformer AR's decode) and --rescore (NAR candidates) do not combine")
     if args.voice is not None and not args.voice.strip():
         p.error("--voice is empty: give a voice (--list-voices), or leave the option out for the default")
     if args.voice is not None and args.checkpoint is not None:
@@ -531,6 +549,12 @@ def _run(args: argparse.Namespace, reserved: list[Path]) -> int:
             from tts.runtime.rescoring import DEFAULT_SCORER, RescoringEngine
 
             pipeline.engine = RescoringEngine(pipeline.engine, args.scorer or DEFAULT_SCORER, args.rescore)
+        if args.speculate is not None:
+            from tts.runtime.speculative import DEFAULT_DRAFTER, DEFAULT_TOLERANCE, SpeculativeEngine
+
+            pipeline.engine = SpeculativeEngine(
+                pipeline.engine, args.drafter or DEFAULT_DRAFTER, args.speculate,
+                DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance)
         controls = pipeline.controls(refine_steps=args.refine_steps, temperature=args.temperature, speed=args.speed,
                                      pitch_shift=args.pitch, block_frames=args.block_frames, seed=args.seed)
         sample_rate = pipeline.sample_rate
