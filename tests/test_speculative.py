@@ -17,12 +17,7 @@ STEPS = 14
 FREE = dict(max_decoder_steps=STEPS, stop_threshold=1.1)  # no stop: every item decodes all STEPS positions
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def plain_positions(model, batch, seeds) -> tuple:

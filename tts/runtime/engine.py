@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -115,6 +115,37 @@ class TextEncoding:
 
     def decode(self, ids: Sequence[int]) -> list[str]:
         return self.frontend.decode(list(ids))
+
+
+class EngineDecorator:
+    """An Engine over another one (`base`): everything is the base's (text, vocoding, attributes such as
+    mel_config, model, device) except `mels`, which the subclass writes, and streaming, which is off (a decorator
+    decides on whole parts).  AR rescoring (tts.runtime.rescoring) and speculative decoding
+    (tts.runtime.speculative) are decorators, so every user of the one pipeline gets them by composition."""
+
+    def __init__(self, base: Any) -> None:
+        self.base = base
+        self.capabilities = replace(base.capabilities, streaming=False)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "base":  # not yet set (a failed __init__): no recursion
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def encode(self, text: str, lexicon: Any = None) -> list[int]:
+        return self.base.encode(text, lexicon)
+
+    def encode_words(self, text: str, lexicon: Any = None) -> Any:
+        return self.base.encode_words(text, lexicon)
+
+    def decode(self, ids: Sequence[int]) -> list[str]:
+        return self.base.decode(ids)
+
+    def vocode(self, batch: MelBatch) -> list[np.ndarray]:
+        return self.base.vocode(batch)
+
+    def stream_part(self, ids: Sequence[int], index: int, controls: Any) -> Iterator[StreamPiece] | None:
+        return None
 
 
 def timed_pieces(chunks: Iterator[Any], push: Callable[[Any], np.ndarray], finish: Callable[[], np.ndarray],

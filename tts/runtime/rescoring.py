@@ -54,7 +54,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ from tts.models.layers.alignment import guided_attention_weights
 from tts.models.layers.prenet import Prenet
 from tts.paths import CHECKPOINT_DIR
 from tts.runtime.controls import RANGES, Controls
-from tts.runtime.engine import MelBatch, StreamPiece
+from tts.runtime.engine import EngineDecorator, MelBatch
 
 MAX_CANDIDATES = 16  # N above this only multiplies the cost: the measured curve stops at 8
 DEFAULT_SCORER = str(CHECKPOINT_DIR / "ar.pt")  # the shipped Tacotron 2
@@ -180,7 +180,7 @@ def symbol_map(base_symbols: Sequence[str], scorer_symbols: Sequence[str] | None
     return np.array([where[s] for s in base_symbols], dtype=np.int64)
 
 
-class RescoringEngine:
+class RescoringEngine(EngineDecorator):
     """An Engine over `base` that returns, per item, the best of `candidates` base samples under the AR
     `scorer` (module docstring).  Everything else (text, vocoding, attributes such as mel_config) is the base's;
     it does not stream (a candidate is chosen on a whole part), so `stream_part` is None."""
@@ -191,7 +191,7 @@ class RescoringEngine:
             raise ValueError(f"rescoring candidates must be an integer in [1, {MAX_CANDIDATES}], got {candidates!r}")
         if not attention_weight >= 0:
             raise ValueError(f"attention_weight must be >= 0, got {attention_weight!r}")
-        self.base = base
+        super().__init__(base)
         self.candidates = candidates
         self.attention_weight = float(attention_weight)
         self.scorer, scorer_symbols, scorer_mel = load_scorer(scorer, device or getattr(base, "device", "cpu"))
@@ -200,30 +200,7 @@ class RescoringEngine:
             raise MelConfigMismatchError(f"the rescoring scorer's mel config differs from the voice's: {scorer_mel} "
                                          f"vs {base_mel}")
         self.to_scorer_ids = symbol_map(base.frontend.symbols, scorer_symbols)
-        self.capabilities = replace(base.capabilities, streaming=False)
         self.last_scores: list[ItemScores] = []
-
-    def __getattr__(self, name: str) -> Any:
-        # the Engine's plain attributes (name, sample_rate, hop_length, defaults, frontend) and the base's own
-        # (mel_config, model, device: the evaluation reads them) are the base's
-        if name == "base":  # not yet set (a failed __init__): no recursion
-            raise AttributeError(name)
-        return getattr(self.base, name)
-
-    def encode(self, text: str, lexicon: Any = None) -> list[int]:
-        return self.base.encode(text, lexicon)
-
-    def encode_words(self, text: str, lexicon: Any = None) -> Any:
-        return self.base.encode_words(text, lexicon)
-
-    def decode(self, ids: Sequence[int]) -> list[str]:
-        return self.base.decode(ids)
-
-    def vocode(self, batch: MelBatch) -> list[np.ndarray]:
-        return self.base.vocode(batch)
-
-    def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> Iterator[StreamPiece] | None:
-        return None
 
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
              forced_frames: Sequence[int] | None = None) -> MelBatch:

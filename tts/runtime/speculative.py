@@ -12,8 +12,7 @@ accepted) so that a benchmark can report the acceptance rate and the speed-up wi
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ import torch
 
 from tts.errors import CheckpointError, MelConfigMismatchError
 from tts.models.speculative import Drafter, NARDrafter, RepeatDrafter, Speculation, SpeculativeStats
-from tts.runtime.controls import Controls
-from tts.runtime.engine import MelBatch, StreamPiece
 from tts.paths import CHECKPOINT_DIR
+from tts.runtime.controls import Controls
+from tts.runtime.engine import EngineDecorator, MelBatch
 from tts.runtime.rescoring import symbol_map
 
 REPEAT = "repeat"  # the drafter that holds the last frame (no model)
@@ -33,7 +32,7 @@ DEFAULT_K = 4
 DEFAULT_TOLERANCE = 0.5
 
 
-class SpeculativeEngine:
+class SpeculativeEngine(EngineDecorator):
     """An Engine over `base` (a TorchEngine of a Transformer AR) decoding speculatively with k positions a round.
 
     drafter: an Engine of a NAR model (its mel and durations of the same text draft the frames), a NAR checkpoint
@@ -48,10 +47,11 @@ class SpeculativeEngine:
             raise CheckpointError("speculative decoding needs a Transformer AR voice (a KV-cached decoder that "
                                   f"verifies drafts in one pass); got {type(model).__name__}")
         Speculation(RepeatDrafter(), k, tolerance)  # validates k and tolerance now, before any synthesis
-        self.base, self.k, self.tolerance = base, int(k), float(tolerance)
+        super().__init__(base)
+        self.k, self.tolerance = int(k), float(tolerance)
         if isinstance(drafter, (str, Path)) and str(drafter) != REPEAT:
-            from tts.runtime.torch_engine import TorchEngine
             from tts import checkpoint
+            from tts.runtime.torch_engine import TorchEngine
 
             drafter = TorchEngine(checkpoint.load(drafter, base.device), None, base.device)
         self.drafter = None if isinstance(drafter, str) else drafter
@@ -63,29 +63,8 @@ class SpeculativeEngine:
             if mine is not None and theirs is not None and mine != theirs:
                 raise MelConfigMismatchError(f"the drafter's mel config differs from the voice's: {theirs} vs {mine}")
             self.to_drafter_ids = symbol_map(base.frontend.symbols, list(self.drafter.frontend.symbols))
-        self.capabilities = replace(base.capabilities, streaming=False)
         self.last_stats: SpeculativeStats | None = None
         self.last_draft_s = 0.0
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "base":  # not yet set (a failed __init__): no recursion
-            raise AttributeError(name)
-        return getattr(self.base, name)
-
-    def encode(self, text: str, lexicon: Any = None) -> list[int]:
-        return self.base.encode(text, lexicon)
-
-    def encode_words(self, text: str, lexicon: Any = None) -> Any:
-        return self.base.encode_words(text, lexicon)
-
-    def decode(self, ids: Sequence[int]) -> list[str]:
-        return self.base.decode(ids)
-
-    def vocode(self, batch: MelBatch) -> list[np.ndarray]:
-        return self.base.vocode(batch)
-
-    def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> Iterator[StreamPiece] | None:
-        return None
 
     def make_drafter(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls) -> Drafter:
         """The drafter of one call: the NAR's mels of the same items (normalised into the AR's space), or repeat."""
