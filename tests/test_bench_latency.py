@@ -60,6 +60,10 @@ def test_the_subcommand_runs_every_family_and_writes_its_three_files(tiny, capsy
         assert f"| {g['model_x']:.2f} | {g['e2e_x']:.2f} | {g['margin']:.2f} |" in md
     printed = capsys.readouterr().out
     assert "margin median" in printed and "wrote" in printed
+    # the report again from the json, measuring nothing: the same table
+    again = tiny["dir"] / "again"
+    assert benchmark.main(["latency", "--report-from", str(out / "latency.json"), "--out", str(again)]) == 0
+    assert (again / "latency.md").read_text() == md and (again / "latency.png").stat().st_size > 0
 
 
 def test_speed_ups_and_margin_are_the_arithmetic_of_the_times():
@@ -77,6 +81,9 @@ def test_speed_ups_and_margin_are_the_arithmetic_of_the_times():
     s = latency.summary(list(gains.values()))["nar"]
     assert (s["model_x_min"], s["model_x_max"]) == (pytest.approx(8.0), pytest.approx(10.0))
     assert s["margin_median"] == pytest.approx((2.5 / 0.7 / 10 + 5.0 / 8.0) / 2)
+    # the systems faster than the reference: both nar pairs (model-only x 10 and 8), not the reference's own
+    fm = latency.faster_margin(list(gains.values()))
+    assert fm["pairs"] == 2 and fm["median"] == pytest.approx(s["margin_median"]) and fm["lost"] == 1 - fm["median"]
     with pytest.raises(latency.BenchmarkError, match="no 'ar' row at length 30"):
         latency.speedups(rows + [{"system": "nar", "length": 30, "model_s": 1.0, "e2e_s": 1.0}])
 
@@ -94,6 +101,12 @@ def test_bad_arguments_exit_2_with_a_clear_message(argv, message, capsys):
         benchmark.main(["latency", *argv])
     assert e.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_bad_report_from_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "x.json").write_text("{}")
+    assert benchmark.main(["latency", "--report-from", str(tmp_path / "x.json"), "--out", str(tmp_path)]) == 2
+    assert "not a latency.json" in capsys.readouterr().err
 
 
 def test_a_missing_checkpoint_is_a_clear_error(tmp_path, capsys):
