@@ -14,6 +14,7 @@ import torch
 from recipes import benchmark
 from recipes.bench import latency
 from tests.helpers import TINY, tiny_checkpoint
+from tts.runtime.engine import Capabilities
 from test_transformer_ar import TINY as TINY_TAR
 
 
@@ -86,6 +87,21 @@ def test_speed_ups_and_margin_are_the_arithmetic_of_the_times():
     assert fm["pairs"] == 2 and fm["median"] == pytest.approx(s["margin_median"]) and fm["lost"] == 1 - fm["median"]
     with pytest.raises(latency.BenchmarkError, match="no 'ar' row at length 30"):
         latency.speedups(rows + [{"system": "nar", "length": 30, "model_s": 1.0, "e2e_s": 1.0}])
+
+
+def test_the_bench_engine_forces_lengths_and_passes_ar_options():
+    calls = []
+
+    class Base:
+        capabilities = Capabilities(controls=frozenset())
+
+        def mels(self, ids, indices, controls, forced_frames=None, **kwargs):
+            calls.append((forced_frames, kwargs))
+
+    latency.BenchEngine(Base(), 2.5, {"use_cache": False}).mels([[1, 2, 3], [4]], [0, 1], None)
+    latency.BenchEngine(Base(), None, None).mels([[1, 2, 3]], [0], None, forced_frames=[7])
+    # round(3 x 2.5) = 8 (half to even), round(1 x 2.5) = 2; without options the call is the plain engine call
+    assert calls == [([8, 2], {"ar_options": {"use_cache": False}}), ([7], {})]
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -35,9 +35,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "switch no engine exposes), lengths forced on random weights: a measurement of the model, not synthesis",
     ("recipes/bench/kv_cache.py", "measure_memory"):
         "the same decode's own cache_bytes cross-checked against its cache tensors (model internals, no audio)",
-    ("recipes/bench/latency.py", "DecodeOptions.infer"):
-        "the model handed to the torch engine with a decode switch no engine exposes (the Transformer AR's use_cache, "
-        "speculation): the engine's own mels call runs it; the synthesis is the pipeline's",
 }
 
 

@@ -9,8 +9,9 @@ Systems (the registry `REGISTRY`: a row of the figure is one entry, name -> a fu
 gives its `Voice`, i.e. the one pipeline over an engine and the controls it speaks with):
   * ar            -- Tacotron 2 (checkpoints/ar.pt), the reference every speed-up is taken against;
   * tar_cache     -- the Transformer AR decoding with its KV cache (`infer(use_cache=True)`);
-  * tar_nocache   -- the same model and weights recomputing the whole prefix every step (`use_cache=False`);
-                     the AR + speculative row is one more entry of this kind (`Models.tar(speculation=...)`);
+  * tar_nocache   -- the same model and weights recomputing the whole prefix every step (`use_cache=False`, an
+                     `ar_options` of the torch engine); the AR + speculative row is one more entry (`registry`:
+                     the pipeline over tts.runtime.speculative.SpeculativeEngine);
   * nar_k{K}      -- the NAR (checkpoints/nar.pt) at refiner steps K (--ks);
   * block_b{B}    -- the block-wise NAR (checkpoints/nar_block.pt) at block size B frames (--blocks), its K;
   * rescore_n{N}  -- the NAR at its own K, best of N candidates under the AR scorer (tts.runtime.rescoring,
@@ -58,6 +59,7 @@ from recipes.bench.systems import (DEFAULT_FRAMES_PER_SYMBOL, build_random_check
                                    is_random_checkpoint, n_params)
 from recipes.bench.texts import TextPool
 from recipes.bench.timing import BenchmarkError, machine_facts, median
+from tts.runtime.engine import EngineDecorator
 
 REFERENCE = "ar"
 DEFAULT_LENGTHS = [12, 25, 50, 100, 200]  # symbols: about 1, 2, 4, 8, 16 s of the shipped voice's speech
@@ -66,37 +68,20 @@ DEFAULT_LENGTHS = [12, 25, 50, 100, 200]  # symbols: about 1, 2, 4, 8, 16 s of t
 # --------------------------------------------------------------------------------------------------
 # engines and models as the systems need them
 # --------------------------------------------------------------------------------------------------
-class DecodeOptions:
-    """An acoustic model whose `infer` always gets the given keyword options: decode switches of the Transformer AR
-    that no engine exposes (use_cache, speculation).  Everything else is the model's own."""
+class BenchEngine(EngineDecorator):
+    """The base engine with what the benchmark fixes on every acoustic call: forced lengths, round(symbols x
+    frames_per_symbol) frames per item (random weights: their stop token and durations mean nothing), and AR decode
+    options no control carries (`ar_options`, e.g. the Transformer AR's use_cache)."""
 
-    def __init__(self, model: torch.nn.Module, **options: Any) -> None:
-        self.model, self.options = model, options
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "model":  # not yet set: no recursion
-            raise AttributeError(name)
-        return getattr(self.model, name)
-
-    def infer(self, *args: Any, **kwargs: Any) -> Any:
-        return self.model.infer(*args, **kwargs, **self.options)
-
-
-class ForcedLength:
-    """An engine whose every acoustic call is forced to round(symbols x fps) frames per item (random weights: their
-    stop token and durations mean nothing); everything else is the base engine's."""
-
-    def __init__(self, base: Any, frames_per_symbol: float) -> None:
-        self.base, self.frames_per_symbol = base, frames_per_symbol
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "base":
-            raise AttributeError(name)
-        return getattr(self.base, name)
+    def __init__(self, base: Any, frames_per_symbol: float | None, ar_options: dict[str, Any] | None) -> None:
+        super().__init__(base)
+        self.frames_per_symbol, self.ar_options = frames_per_symbol, ar_options
 
     def mels(self, ids, indices, controls, forced_frames=None):
-        frames = [max(1, round(len(x) * self.frames_per_symbol)) for x in ids]
-        return self.base.mels(ids, indices, controls, forced_frames=frames)
+        if self.frames_per_symbol is not None:
+            forced_frames = [max(1, round(len(x) * self.frames_per_symbol)) for x in ids]
+        extra = {"ar_options": self.ar_options} if self.ar_options else {}
+        return self.base.mels(ids, indices, controls, forced_frames, **extra)
 
 
 @dataclass
@@ -151,29 +136,23 @@ class Models:
             self._vocoders[key] = build_vocoder(self.args.vocoder, mel_config, "cpu")
         return self._vocoders[key]
 
-    def engine(self, kind: str, **decode_options: Any) -> Any:
+    def engine(self, kind: str) -> Any:
         from tts.runtime.torch_engine import TorchEngine
 
         acoustic = self.loaded(kind)
-        engine = TorchEngine(acoustic, self.vocoder_for(acoustic.mel_config))
-        if decode_options:
-            engine.model = DecodeOptions(engine.model, **decode_options)
-        return engine
+        return TorchEngine(acoustic, self.vocoder_for(acoustic.mel_config))
 
-    def voice(self, kind: str, engine: Any = None, **controls: Any) -> Voice:
-        """The pipeline over `engine` (default: kind's plain torch engine), forced when kind's weights are random."""
+    def voice(self, kind: str, engine: Any = None, ar_options: dict[str, Any] | None = None, **controls: Any) -> Voice:
+        """The pipeline over `engine` (default: kind's plain torch engine), forced when kind's weights are random,
+        with `ar_options` on every acoustic call."""
         from tts.runtime.pipeline import Pipeline
 
         engine = engine or self.engine(kind)
         forced = is_random_checkpoint(self.loaded(kind).meta)
-        if forced:
-            engine = ForcedLength(engine, self.args.frames_per_symbol)
+        if forced or ar_options:
+            engine = BenchEngine(engine, self.args.frames_per_symbol if forced else None, ar_options)
         pipeline = Pipeline(engine)
         return Voice(pipeline, pipeline.controls(**controls), self.sources[kind], forced)
-
-    def tar(self, **decode_options: Any) -> Voice:
-        """The Transformer AR with decode options (use_cache=False; speculation=...)."""
-        return self.voice("tar", self.engine("tar", **decode_options))
 
     def rescoring(self, candidates: int) -> Voice:
         from tts.runtime.rescoring import RescoringEngine
@@ -189,11 +168,11 @@ SystemFactory = Callable[[Models], Voice]
 
 def registry(ks: list[int], blocks: list[int], ns: list[int]) -> dict[str, tuple[str, SystemFactory]]:
     """name -> (family, factory), in the order of the table.  A new system (AR + speculative) is one entry, e.g.
-    `"tar_spec": ("ar", lambda m: m.tar(speculation=Speculation(...)))`."""
+    `"tar_spec": ("ar", lambda m: m.voice("tar", SpeculativeEngine(m.engine("tar"), m.engine("nar"))))`."""
     systems: dict[str, tuple[str, SystemFactory]] = {
         REFERENCE: ("ar", lambda m: m.voice("ar")),
-        "tar_cache": ("ar", lambda m: m.tar(use_cache=True)),
-        "tar_nocache": ("ar", lambda m: m.tar(use_cache=False)),
+        "tar_cache": ("ar", lambda m: m.voice("tar", ar_options={"use_cache": True})),
+        "tar_nocache": ("ar", lambda m: m.voice("tar", ar_options={"use_cache": False})),
     }
     for k in ks:
         systems[f"nar_k{k}"] = ("nar", partial(Models.voice, kind="nar", refine_steps=k))
