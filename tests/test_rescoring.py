@@ -161,3 +161,16 @@ def test_evaluation_system_option_composes(ckpts):
     for bad in ({"rescore": 0}, {"rescore": "4"}, {"scorer": str(ckpts["ar"])}, {"rescore": 2, "scorer": "/no.pt"}):
         with pytest.raises(EvaluationConfigError):
             parse_systems({"s": {"kind": "acoustic", "checkpoint": str(ckpts["nar"]), **bad}})
+
+
+def test_readme_rescoring_table_is_what_its_command_prints(capsys, monkeypatch):
+    # the README's figures come from the committed report, re-rendered by the bench's own table
+    from recipes.bench import rescoring as bench
+    from tts.paths import REPO_ROOT
+    monkeypatch.chdir(REPO_ROOT)
+    readme = (REPO_ROOT / "README.md").read_text()
+    command = "python -m recipes.bench.rescoring --report-from docs/results/rescoring/report.json"
+    assert command in readme
+    assert bench.main(command.split()[3:]) == 0
+    table = capsys.readouterr().out.strip()
+    assert table.startswith("| N | CER") and table in readme

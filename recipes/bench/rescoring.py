@@ -11,6 +11,8 @@ ratio to the recording (dB; < 0 = smoother than the recording), DistillMOS, and 
 sentence (`mel_s`: the N candidates plus the scoring; the vocoder runs once) with their 95 % intervals.
 The varied-prosody lab: --data-root data/slt_varied --checkpoint <its NAR> --scorer <its AR> --name rescoring_varied.
 Written: exp/eval/NAME/rescoring.md (and the evaluation's own report.md / report.json beside it).
+`--report-from REPORT.json` prints the table of an earlier run without evaluating (the README's table is this
+output for docs/results/rescoring/report.json).
 """
 
 from __future__ import annotations
@@ -69,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scorer", default="checkpoints/ar.pt")
     p.add_argument("--vocoder", default="source-filter")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--report-from", type=Path, help="print the table of this report.json, evaluate nothing")
     args = p.parse_args(argv)
     args.ns = [int(x) for x in args.ns.split(",")]
+    if args.report_from:
+        print(table(json.loads(args.report_from.read_text()), args.ns))
+        return 0
     subprocess.run(evaluate_command(args), check=True, env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
     out = Path("exp/eval") / args.name
     text = table(json.loads((out / "report.json").read_text()), args.ns)
