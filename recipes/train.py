@@ -60,7 +60,10 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
         # training steps behind the starting weights, summed over a chain of warm starts
         warm = {"init_from": str(cfg.init_from), **({"init_from_only": list(cfg.init_from_only)}
                                                      if cfg.get("init_from_only") else {}),
-                "steps_before": int(source.get("steps_before") or 0) + int(source.get("global_step") or 0)}
+                # a partial warm start (init_from_only: another architecture's encoder, say) trained a different
+                # model: its steps are recorded, not counted as this model's (the carry schedule offset reads them)
+                ("init_from_steps" if cfg.get("init_from_only") else "steps_before"):
+                    int(source.get("steps_before") or 0) + int(source.get("global_step") or 0)}
     # After the warm start, whose buffers carry the SOURCE corpus's statistics: a model warm-started
     # from another voice (issue 31: joe from slt) must normalise with this corpus's mel/pitch/energy.
     stats_path = Path(cfg.data.root) / "features" / "stats.json"
