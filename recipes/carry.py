@@ -16,25 +16,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tts.checkpoint import export, global_step, read_raw
+from tts.checkpoint import export, read_raw, steps_behind
 
 
 def total_steps(path: str | Path) -> int:
     """Steps of training behind a checkpoint: its own count plus those behind the weights it started from."""
-    raw = read_raw(path)
-    info = raw["tts"].get("info", {})
-    return int(info.get("steps_before") or 0) + int(global_step(raw) or 0)
+    return steps_behind(read_raw(path))
 
 
 def save(run: Path, dst: Path) -> int:
     src = run / "checkpoints" / "last.ckpt"
     if not src.is_file():
         raise SystemExit(f"error: {src} does not exist (nothing to carry)")
-    raw = read_raw(src)
-    step = int(global_step(raw) or 0)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    # release-file convention: info.global_step is this run's count, info.steps_before the ones behind it
-    export(src, dst, "fp16", info={"global_step": step, "carried_from": str(src)})
+    # the training modules keep info.global_step current, and info.steps_before travels with the meta
+    export(src, dst, "fp16", info={"carried_from": str(src)})
     return total_steps(dst)
 
 

@@ -62,8 +62,7 @@ def build(cfg: DictConfig) -> tuple[AcousticModule, pl.LightningDataModule, pl.T
                                                      if cfg.get("init_from_only") else {}),
                 # a partial warm start (init_from_only: another architecture's encoder, say) trained a different
                 # model: its steps are recorded, not counted as this model's (the carry schedule offset reads them)
-                ("init_from_steps" if cfg.get("init_from_only") else "steps_before"):
-                    int(source.get("steps_before") or 0) + int(source.get("global_step") or 0)}
+                ("init_from_steps" if cfg.get("init_from_only") else "steps_before"): source["steps_behind"]}
     # After the warm start, whose buffers carry the SOURCE corpus's statistics: a model warm-started
     # from another voice (issue 31: joe from slt) must normalise with this corpus's mel/pitch/energy.
     stats_path = Path(cfg.data.root) / "features" / "stats.json"

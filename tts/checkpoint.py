@@ -448,6 +448,12 @@ def global_step(raw: dict[str, Any]) -> int | None:
     return raw.get("global_step", raw["tts"].get("info", {}).get("global_step"))
 
 
+def steps_behind(raw: dict[str, Any]) -> int:
+    """Training steps behind a checkpoint's weights: its own count plus those behind the weights it was
+    warm-started from (`info.steps_before`), summed over a chain of warm starts."""
+    return int(raw["tts"].get("info", {}).get("steps_before") or 0) + int(global_step(raw) or 0)
+
+
 def load_weights(model: nn.Module, raw: dict[str, Any], error: str, fresh_prefixes: tuple[str, ...] = (),
                  only_prefixes: tuple[str, ...] = ()) -> None:
     """Copy a checkpoint's weights into `model` as float32 (release files store fp16); a weight that
@@ -502,7 +508,7 @@ def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, fronte
     resume a run instead).  The source must describe the same mel and the same symbol table, because
     weights learnt for other symbol ids or another mel would load without error and mean nothing.
     `only`: copy just the weights under these name prefixes (`load_weights` only_prefixes), e.g. a model
-    of another architecture that shares its encoder.  Returns the source's `info` (its step, experiment).
+    of another architecture that shares its encoder.  Returns the source's `info` (its step, experiment) and its `steps_behind`.
     """
     raw = read_raw(path)
     meta = read_meta(raw, path)
@@ -516,7 +522,7 @@ def warm_start(model: nn.Module, path: str | Path, mel_config: MelConfig, fronte
             raise CheckpointError(f"init_from {path}: its symbol table differs from this run's text frontend")
     load_weights(model, raw, f"init_from {path}: weights do not fit this run's model",
                  tuple(getattr(model, "fresh_parameter_prefixes", ())), tuple(only))
-    return {**meta.info, "global_step": global_step(raw)}
+    return {**meta.info, "global_step": global_step(raw), "steps_behind": steps_behind(raw)}
 
 
 def save(path: str | Path, model: nn.Module, meta: CheckpointMeta, precision: str = "fp32") -> None:

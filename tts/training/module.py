@@ -134,7 +134,7 @@ class AcousticModule(pl.LightningModule):
         checkpoint["tts"] = {**self.meta.to_dict(), "info": info}
 
     # provenance of the weights a run started from (recipes.train init_from): survives a resume
-    PROVENANCE_KEYS = ("init_from", "steps_before")
+    PROVENANCE_KEYS = ("init_from", "init_from_only", "steps_before", "init_from_steps")
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Resuming (`ckpt_path=last`) rebuilds the module from the config, which no longer says where the
