@@ -11,18 +11,7 @@
 #   nohup scripts/train_transformer_ar.sh > /tmp/tar_cpu_small.log 2>&1 &
 set -euo pipefail
 cd "$(dirname "$0")/.."
-carried=carry/tar_cpu_small.pt
-start=()
-if [ -e exp/tar_cpu_small/checkpoints/last.ckpt ]; then
-    start=(ckpt_path=last)
-elif [ -e "$carried" ]; then
-    steps_done=$(.venv/bin/python -m recipes.carry steps "$carried")
-    total=$(.venv/bin/python -c "from hydra import compose, initialize_config_dir; import os
-with initialize_config_dir(os.path.abspath('conf'), version_base=None):
-    print(compose('train', ['experiment=tar_cpu_small']).trainer.max_steps)")
-    [ "$steps_done" -lt "$total" ] || { echo "$carried: $steps_done of $total steps done, nothing left to train"; exit 0; }
-    start=(init_from="$carried" '~init_from_only' optim.scheduler.offset="$steps_done" optim.scheduler.warmup_steps=200
-           trainer.max_steps=$((total - steps_done)))
-fi
+# ckpt_path=last, or the carried warm start, or nothing (recipes.carry start); status 3: all steps done
+start=$(.venv/bin/python -m recipes.carry start tar_cpu_small "$@") || { [ $? -eq 3 ] && exit 0; exit 1; }
 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE exec nice -n 10 .venv/bin/python -m recipes.train experiment=tar_cpu_small \
-    trainer.enable_progress_bar=false "${start[@]}" "$@"
+    trainer.enable_progress_bar=false $start "$@"

@@ -41,6 +41,8 @@ def test_carry_save_counts_steps_and_a_warm_start_from_it_continues(featurised_c
     fit(base + [f"exp_dir={tmp_path / 'first'}"])
     carried = tmp_path / "carry" / "run.pt"
     assert carry.save(tmp_path / "first", carried) == 5 and carry.total_steps(carried) == 5
+    first = tmp_path / "first.pt"
+    first.write_bytes(carried.read_bytes())
     assert carried.stat().st_size < (tmp_path / "first" / "checkpoints" / "last.ckpt").stat().st_size / 2
     trained = checkpoint.load(tmp_path / "first" / "checkpoints" / "last.ckpt").model.state_dict()
     for name, value in checkpoint.load(carried).model.state_dict().items():
@@ -53,6 +55,31 @@ def test_carry_save_counts_steps_and_a_warm_start_from_it_continues(featurised_c
     fit(second)
     assert carry.save(tmp_path / "second", carried) == 10  # a chain of carries sums the steps
     assert main_steps(carried) == "10"
+    # an experiment that began as a full warm start from `first` (nar_joe from the slt voice) has trained 5 of
+    # them; one that took only parts of it (init_from_only) began its schedule at 0 and owns all 10
+    assert carry.experiment_steps(carried, str(first), partial=False) == 5
+    assert carry.experiment_steps(carried, str(first), partial=True) == 10
+    assert carry.experiment_steps(carried, None, partial=False) == 10
+
+
+def test_start_resumes_else_continues_the_carried_weights_else_starts(tmp_path: Path):
+    """The overrides scripts/train_transformer_ar.sh and train_nar_joe.sh run with, for the committed carry."""
+    from hydra import compose, initialize_config_dir
+    with initialize_config_dir(str(carry.CONF), version_base=None):
+        total = compose("train", ["experiment=tar_cpu_small"]).trainer.max_steps
+    carried = Path("carry/tar_cpu_small.pt")
+    done = carry.total_steps(carried)  # the Transformer AR's first start took only ar.pt's parts: all its own
+    run = [f"exp_dir={tmp_path / 'run'}"]
+    assert carry.start_overrides("tar_cpu_small", carried, run) == [
+        f"init_from={carried}", "~init_from_only", f"optim.scheduler.offset={done}",
+        f"optim.scheduler.warmup_steps={carry.FRESH_WARMUP}", f"trainer.max_steps={total - done}"]
+    assert carry.start_overrides("tar_cpu_small", tmp_path / "absent.pt", run) == []
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "run" / "checkpoints" / "last.ckpt").write_bytes(b"")
+    assert carry.start_overrides("tar_cpu_small", carried, run) == ["ckpt_path=last"]
+    with pytest.raises(SystemExit) as finished:
+        carry.start_overrides("tar_cpu_small", carried, [f"exp_dir={tmp_path / 'other'}", f"trainer.max_steps={done}"])
+    assert finished.value.code == carry.DONE
 
 
 def main_steps(path: Path) -> str:
