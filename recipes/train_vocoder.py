@@ -1,7 +1,8 @@
-"""Train a vocoder: `python -m recipes.train_vocoder vocoder=source_filter|hifigan_v3|hifigan_v1 data=slt`.
+"""Train a vocoder: `python -m recipes.train_vocoder vocoder=source_filter|istft|hifigan_v3|hifigan_v1 data=slt`.
 
-HiFi-GAN trains as a GAN (tts/training/vocoder_module.py); the source-filter vocoder with STFT, mel, F0
-and voicing losses and no discriminator (tts/training/source_filter_module.py, settings `source_filter:`).
+HiFi-GAN trains as a GAN (tts/training/vocoder_module.py); the frame-rate vocoders (source-filter, iSTFT head)
+with STFT and mel losses (+ F0 and voicing for the source-filter one) and, with `sf_discriminator=light`, the
+light discriminator (tts/training/source_filter_module.py, settings `source_filter:`).
 
 One run per directory, as recipes.train (exp/<name>, multirun jobs exp/<name>/job<N>): resume a killed run
 with `ckpt_path=last`; a new run into a directory holding checkpoints is refused.  Tiny CPU smoke run:
@@ -37,6 +38,7 @@ from tts.training.preflight import require_corpus
 from tts.training.run_dir import prepare_run_dir, process_rank
 from tts.training.source_filter_module import SourceFilterModule
 from tts.vocoder.data import VocoderDataModule
+from tts.vocoder.istft import IstftVocoder
 from tts.vocoder.source_filter import SourceFilterVocoder
 from tts.vocoder.registry import build_vocoder, mel_config_node, vocoder_meta
 
@@ -57,7 +59,7 @@ def init_weights(module: pl.LightningModule, path: str, mel_config: MelConfig) -
     log.info("initialised from %s (discriminator: %s)", path, "yes" if disc else "no, fresh")
 
 
-def build_source_filter_module(cfg: DictConfig, model: SourceFilterVocoder, meta) -> SourceFilterModule:
+def build_source_filter_module(cfg: DictConfig, model: SourceFilterVocoder | IstftVocoder, meta) -> SourceFilterModule:
     sf = cfg.source_filter
     loss = OmegaConf.to_container(sf.loss, resolve=True)
     loss["stft_fft_sizes"] = tuple(loss["stft_fft_sizes"])
@@ -82,11 +84,11 @@ def build(cfg: DictConfig) -> tuple[pl.LightningModule, VocoderDataModule, pl.Tr
     model = build_vocoder(node, mel_config)
     from tts.vocoder.hifigan import HifiGanVocoder  # SpeechBrain: imported only where HiFi-GAN is trained
 
-    if not isinstance(model, (HifiGanVocoder, SourceFilterVocoder)):
-        raise ValueError(
-            f"vocoder {node['_target_']} has no trainable generator; pick vocoder=source_filter|hifigan_v1|hifigan_v3"
-        )
+    if not isinstance(model, (HifiGanVocoder, SourceFilterVocoder, IstftVocoder)):
+        raise ValueError(f"vocoder {node['_target_']} has no trainable generator; "
+                         "pick vocoder=source_filter|istft|hifigan_v1|hifigan_v3")
     source_filter = isinstance(model, SourceFilterVocoder)
+    frame_rate = source_filter or isinstance(model, IstftVocoder)  # the light recipe: settings `source_filter:`
     # The mel config goes in as a Hydra node: instantiate() would turn a MelConfig object into a DictConfig.
     # The source-filter vocoder learns F0 and voicing from the corpus's frame pitch.
     datamodule = instantiate(cfg.vocoder_data, mel_config=mel_config_node(mel_config), with_pitch=source_filter)
@@ -96,7 +98,7 @@ def build(cfg: DictConfig) -> tuple[pl.LightningModule, VocoderDataModule, pl.Tr
         info={"recipe": "recipes.train_vocoder", "experiment": cfg.name, "data": str(cfg.vocoder_data.root),
               "mel_dir": cfg.vocoder_data.mel_dir},
     )
-    if source_filter:
+    if frame_rate:
         return _finish_build(cfg, build_source_filter_module(cfg, model, meta), datamodule, mel_config, gan=False)
     from tts.training.vocoder_module import VocoderGanModule
 

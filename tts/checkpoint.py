@@ -109,6 +109,7 @@ ALLOWED_TARGETS = frozenset({
     "tts.models.transformer_ar.TransformerAR",
     "tts.vocoder.griffin_lim.GriffinLimVocoder",
     "tts.vocoder.hifigan.HifiGanVocoder",
+    "tts.vocoder.istft.IstftVocoder",
     "tts.vocoder.source_filter.SourceFilterVocoder",
 })
 

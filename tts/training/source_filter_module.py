@@ -1,4 +1,7 @@
-"""Lightning training of the source-filter vocoder (tts/vocoder/source_filter.py).
+"""Lightning training of the frame-rate vocoders: the source-filter vocoder (tts/vocoder/source_filter.py) and
+the iSTFT-head vocoder (tts/vocoder/istft.py), with the same spectral losses and optional light discriminator.
+The iSTFT vocoder has no F0 to force or learn: its batches need no pitch, and the F0 and voicing terms below
+are absent from its loss.
 
 Per batch of random segments: the network reads the mel; the oscillator runs on the corpus's own F0
 (teacher forcing: interpolated through unvoiced frames, gated by the corpus's voicing), so the filters
@@ -37,6 +40,7 @@ from tts.training.losses import MultiResolutionSTFTLoss
 from tts.training.module import validate_vocoder
 from tts.vocoder.data import VocoderBatch
 from tts.vocoder.dsp import fill_unvoiced
+from tts.vocoder.istft import IstftVocoder
 from tts.vocoder.source_filter import SourceFilterVocoder
 
 
@@ -63,7 +67,7 @@ class SourceFilterModule(pl.LightningModule):
 
     def __init__(
         self,
-        model: SourceFilterVocoder,
+        model: SourceFilterVocoder | IstftVocoder,
         meta: CheckpointMeta,
         optimizer: Callable[..., torch.optim.Optimizer],
         scheduler: Callable[..., Any] | None = None,
@@ -100,9 +104,9 @@ class SourceFilterModule(pl.LightningModule):
         self.stft_loss = MultiResolutionSTFTLoss(sizes, tuple(n // 4 for n in sizes), sizes, log_floor=stft_log_floor)
         self.mel = MelSpectrogram(meta.mel_config)
         self.log_audio_items = log_audio_items
-        # The F0 the oscillator uses where a segment has no voiced frame at all (geometric bin centre).
-        bins = model.bins
-        self.default_f0 = float((bins.f0_min * bins.f0_max) ** 0.5)
+        self.source_filter = isinstance(model, SourceFilterVocoder)
+        if self.source_filter:  # the F0 the oscillator uses where a segment has no voiced frame (geometric bin centre)
+            self.default_f0 = float((model.bins.f0_min * model.bins.f0_max) ** 0.5)
 
     @property
     def steps_per_batch(self) -> int:
@@ -155,14 +159,13 @@ class SourceFilterModule(pl.LightningModule):
             self.clip_gradients(optimizer, gradient_clip_val=self.grad_clip, gradient_clip_algorithm="norm")
 
     def reconstruction_loss(self, batch: VocoderBatch) -> torch.Tensor:
-        """STFT + mel + F0 + voicing loss of one batch (keeps the generated wave in `_last_wave`)."""
+        """STFT + mel (+ F0 + voicing) loss of one batch (keeps the generated wave in `_last_wave`)."""
+        if not self.source_filter:
+            return self.spectral_loss(self.model.train_forward(batch.mels), batch)
         if batch.pitch is None:
             raise ValueError("the source-filter vocoder trains on batches with pitch (VocoderDataModule with_pitch=true)")
         f0, voiced = teacher_f0(batch.pitch, self.default_f0)
         out = self.model.train_forward(batch.mels, f0, voiced)
-        y_hat, y = out.wave[:, None], batch.waves[:, None]  # [B, 1, S * hop]
-        stft = self.stft_loss(y_hat, y)
-        mel_l1 = nn.functional.l1_loss(self.mel(out.wave), self.mel(batch.waves))
         # F0 classes on voiced frames inside the classifier's range; voicing on every frame.
         bins = self.model.bins
         in_range = (batch.pitch >= bins.f0_min) & (batch.pitch <= bins.f0_max)
@@ -171,20 +174,27 @@ class SourceFilterModule(pl.LightningModule):
         ce = -(targets * log_probs).sum(1)  # [B, S]
         f0_loss = (ce * in_range).sum() / in_range.sum().clamp_min(1)
         voicing_loss = nn.functional.binary_cross_entropy_with_logits(out.voicing_logits.float(), voiced)
-        loss = (self.stft_weight * stft + self.mel_weight * mel_l1 + self.f0_weight * f0_loss
-                + self.voicing_weight * voicing_loss)
-        self._last_wave = out.wave
+        loss = self.spectral_loss(out.wave, batch) + self.f0_weight * f0_loss + self.voicing_weight * voicing_loss
         b = len(batch)
-        self.log("train/stft", stft, batch_size=b)
-        self.log("train/mel_l1", mel_l1, prog_bar=True, batch_size=b)
         self.log("train/f0_ce", f0_loss, batch_size=b)
         self.log("train/voicing_bce", voicing_loss, batch_size=b)
         return loss
 
+    def spectral_loss(self, wave: torch.Tensor, batch: VocoderBatch) -> torch.Tensor:
+        """stft_weight * multi-resolution STFT + mel_weight * mel L1 of wave [B, S * hop] against the batch's;
+        keeps the wave in `_last_wave` for the adversarial step."""
+        stft = self.stft_loss(wave[:, None], batch.waves[:, None])  # [B, 1, S * hop] each
+        mel_l1 = nn.functional.l1_loss(self.mel(wave), self.mel(batch.waves))
+        self._last_wave = wave
+        b = len(batch)
+        self.log("train/stft", stft, batch_size=b)
+        self.log("train/mel_l1", mel_l1, prog_bar=True, batch_size=b)
+        return self.stft_weight * stft + self.mel_weight * mel_l1
+
     # --- validation: whole utterances through the inference path -------------------------------------
     def validation_step(self, batch: VocoderBatch, batch_idx: int) -> None:
         validate_vocoder(self, batch, batch_idx, self.mel, self.global_step, self.log_audio_items)
-        if batch.pitch is not None:  # the F0 and voicing the inference path decides, against the corpus's
+        if self.source_filter and batch.pitch is not None:  # the F0 and voicing the inference path decides, against the corpus's
             with torch.no_grad():
                 f0_hat, voiced_hat = self.model.decode(self.model.frame_params(batch.mels))
             m = f0_metrics(f0_hat[0], voiced_hat[0], batch.pitch[0])

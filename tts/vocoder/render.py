@@ -157,8 +157,9 @@ class StreamStep:
 
 
 class StreamWindow:
-    """The frame bookkeeping of a streamed source-filter vocoder, written once for both engines (the torch
-    SourceFilterStream and the ONNX engine's VocoderStream; each holds its own mel array and renders).
+    """The frame bookkeeping of a streamed frame-rate vocoder, written once for both engines (the torch
+    FrameStream of tts.vocoder.stream and the ONNX engine's VocoderStream; each holds its own mel array and
+    renders).
 
     The network's outputs are exact for frames at least `reach` (its receptive field, one side) from a cut edge
     of the mel it is run over; the render of frames [done, target) needs parameters `context` (Synthesis.

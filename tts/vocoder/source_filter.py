@@ -30,7 +30,8 @@ from torch import nn
 from tts.audio import MelConfig
 from tts.vocoder.base import Vocoder
 from tts.vocoder.dsp import F0Bins, RenderInput, Synthesis, render
-from tts.vocoder.render import StreamWindow
+from tts.vocoder.render import StreamStep
+from tts.vocoder.stream import FrameStream
 
 
 @dataclass
@@ -188,49 +189,19 @@ class SourceFilterVocoder(Vocoder):
         return SourceFilterStream(self)
 
 
-class SourceFilterStream:
-    """Incremental synthesis: `push(mel_chunk)` -> new audio (possibly empty), `finish()` -> the rest.
-
-    Equals `SourceFilterVocoder.synthesize` on the concatenated mel.  Holds a bounded state: the last
-    `receptive_frames + 2 * context` mel frames and the oscillator phase; the network is re-run over
-    that window for each chunk (its outputs are exact away from the window's cut edges).
-    """
+class SourceFilterStream(FrameStream):
+    """Incremental synthesis (tts.vocoder.stream.FrameStream) that also carries the oscillator phase; the
+    network is re-run over the held window for each chunk (its outputs are exact away from the cut edges)."""
 
     def __init__(self, vocoder: SourceFilterVocoder) -> None:
-        self.vocoder = vocoder
-        self.frames = StreamWindow(vocoder.receptive_frames, vocoder.synthesis.context_frames)
-        self.mel: torch.Tensor | None = None  # [B, M, n] frames [frames.mel_start, frames.received)
+        super().__init__(vocoder, vocoder.synthesis.context_frames)
         self.phase: torch.Tensor | None = None  # [B] float64 at sample done * hop - margin
-        self.finished = False
 
-    @torch.inference_mode()
-    def push(self, mel: torch.Tensor) -> torch.Tensor:
-        if self.finished:
-            raise RuntimeError("stream already finished")
-        v = self.vocoder
-        if mel.dim() != 3 or mel.shape[1] != v.mel_config.n_mels:
-            raise ValueError(f"expected mel [B, {v.mel_config.n_mels}, n], got {tuple(mel.shape)}")
-        self.mel = mel.float() if self.mel is None else torch.cat([self.mel, mel.float()], dim=-1)
-        self.frames.received += mel.shape[-1]
-        if self.phase is None:
-            self.phase = v._start_phase(mel.shape[0], mel.device)
-        return self._emit(final=False)
-
-    @torch.inference_mode()
-    def finish(self) -> torch.Tensor:
-        if self.finished:
-            raise RuntimeError("stream already finished")
-        self.finished = True
-        if self.mel is None:
-            return torch.zeros(1, 0)
-        return self._emit(final=True)
-
-    def _emit(self, final: bool) -> torch.Tensor:
+    def render_step(self, step: StreamStep, final: bool) -> torch.Tensor:
         v, w, hop = self.vocoder, self.frames, self.vocoder.mel_config.hop_length
-        assert self.mel is not None and self.phase is not None
-        step = w.step(final)
-        if step is None:
-            return self.mel.new_zeros(self.mel.shape[0], 0)
+        assert self.mel is not None
+        if self.phase is None:
+            self.phase = v._start_phase(self.mel.shape[0], self.mel.device)
         params = v.frame_params(self.mel, first_frame=w.mel_start).crop(step.need_from, step.valid_end)
         f0, voiced = v.decode(params)
         s0, s1 = w.done * hop, step.target * hop
@@ -238,5 +209,4 @@ class SourceFilterStream:
                                 phase_at=None if final else s1 - v.synthesis.margin)
         if phase is not None:
             self.phase = phase
-        self.mel = self.mel[..., w.advance(step):]
-        return wave.clamp(-1, 1)
+        return wave
