@@ -52,7 +52,14 @@ def init_weights(module: pl.LightningModule, path: str, mel_config: MelConfig) -
     if meta.kind != "vocoder":
         raise checkpoint.CheckpointError(f"init_from {path} is a {meta.kind!r} checkpoint, not a vocoder")
     mel_config.check_compatible(meta.mel_config, "this run", f"init_from {path}")
-    module.model.load_state_dict(checkpoint.model_state_dict(raw))
+    weights = checkpoint.model_state_dict(raw)
+    # a part the source checkpoint lacks starts fresh: the magnitude correction of a source-filter vocoder
+    # fine-tuned from a plain one (its head starts as the identity)
+    fresh = tuple(p for p in ("correction.",) if getattr(module.model, "correction", None) is not None)
+    result = module.model.load_state_dict(weights, strict=not fresh)
+    wrong = [k for k in result.missing_keys if not k.startswith(fresh)] + list(result.unexpected_keys) if fresh else []
+    if wrong:
+        raise checkpoint.CheckpointError(f"init_from {path} does not fit this vocoder: {', '.join(wrong[:4])}")
     disc = {k[len("discriminator.") :]: v for k, v in raw["state_dict"].items() if k.startswith("discriminator.")}
     if disc and hasattr(module, "discriminator"):
         module.discriminator.load_state_dict(disc)

@@ -531,6 +531,9 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
     if not isinstance(voc, SourceFilterVocoder):
         raise ValueError(f"vocoder {vocoder_name!r}: only the source-filter vocoder exports (its DSP runs in numpy), "
                          f"got {type(voc).__name__}")
+    if voc.correction is not None:
+        raise ValueError(f"vocoder {vocoder_name!r}: the magnitude-corrected source-filter vocoder does not export yet "
+                         "(its STFT stage has no numpy twin); export the plain one")
     voc = voc.float().eval()
     vocoder_file = SHIPPED[vocoder_name][0] if vocoder_name in SHIPPED else Path(vocoder_name)
     with _export_attention():

@@ -1,0 +1,104 @@
+"""The source-filter vocoder's magnitude correction (tts/vocoder/source_filter.py, "Magnitude correction")."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from tts import checkpoint
+from tts.audio import MelConfig, MelSpectrogram, load_wav
+from tts.paths import CONF_DIR
+from tts.vocoder.registry import build_vocoder, config_node, load_vocoder, vocoder_meta
+from tts.vocoder.source_filter import SourceFilterVocoder
+
+SMALL = dict(hidden_channels=32, correction_channels=16, correction_blocks=2)
+
+
+@pytest.fixture(scope="module")
+def mel_config() -> MelConfig:
+    return MelConfig.default()
+
+
+def corrected_node() -> dict:
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("train_vocoder", overrides=["vocoder=source_filter_corrected"])
+    return OmegaConf.to_container(cfg.vocoder, resolve=True)
+
+
+def test_config_extends_the_plain_vocoder_and_starts_as_its_identity(mel_config: MelConfig):
+    node = corrected_node()
+    plain_node = config_node("source_filter")
+    assert {k: node[k] for k in plain_node} == plain_node and node["correction_channels"] > 0
+    torch.manual_seed(0)
+    corrected = build_vocoder(node, mel_config).eval()
+    plain = build_vocoder(plain_node, mel_config).eval()
+    missing = corrected.load_state_dict(plain.state_dict(), strict=False).missing_keys
+    assert missing and all(k.startswith("correction.") for k in missing)
+    mel = torch.randn(2, 80, 90) - 5.0
+    lengths = torch.tensor([90, 41])
+    # the zero head: gain 1, and the inverse of the STFT of the rendered wave is that wave
+    assert (corrected(mel, lengths).wave - plain(mel, lengths).wave).abs().max() < 1e-6
+
+
+def test_every_parameter_gets_a_gradient(mel_config: MelConfig, real_wav: Path):
+    from tts.data.features import compute_pitch
+    from tts.training.source_filter_module import SourceFilterModule
+    from tts.vocoder.data import VocoderBatch
+
+    torch.manual_seed(0)
+    model = SourceFilterVocoder(mel_config, **SMALL)
+    with torch.no_grad():  # off the identity: a zero head passes no gradient to the layers below it
+        model.correction.head.weight.normal_(0, 0.01)
+    module = SourceFilterModule(model, vocoder_meta({}, mel_config), optimizer=torch.optim.Adam)
+    wave = load_wav(real_wav, 22050)[: 40 * 256]
+    mel = MelSpectrogram(mel_config)(wave[None])[:, :, :40]
+    pitch = torch.from_numpy(compute_pitch(wave.numpy(), mel_config, 40))[None]
+    module.reconstruction_loss(VocoderBatch(["x"], mel, wave[None], torch.tensor([40]), pitch)).backward()
+    assert not [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
+
+
+def test_whole_utterances_only_stream_and_export_refuse(mel_config: MelConfig, tmp_path: Path):
+    from tts.export import export
+
+    model = SourceFilterVocoder(mel_config, **SMALL).eval()
+    assert not model.streams and SourceFilterVocoder(mel_config, hidden_channels=32).streams
+    with pytest.raises(NotImplementedError, match="whole utterances only"):
+        model.stream()
+    path = tmp_path / "corrected.pt"
+    checkpoint.save(path, model, vocoder_meta(config_node("source_filter") | SMALL, mel_config))
+    loaded = load_vocoder(path, mel_config=mel_config)
+    mel = torch.randn(1, 80, 25) - 5.0
+    assert torch.equal(loaded(mel).wave, model(mel).wave)
+    with pytest.raises(ValueError, match="does not export yet"):
+        export(tmp_path / "onnx", acoustic="checkpoints/nar.pt", vocoder=str(path))
+
+
+def test_fine_tuned_from_a_plain_vocoder(fixture_corpus: Path, tmp_path: Path, mel_config: MelConfig):
+    """The recipe: init_from a plain source-filter checkpoint (the correction fresh), a tiny run, a checkpoint that
+    rebuilds the corrected vocoder; a checkpoint of another shape is refused."""
+    from recipes.train_vocoder import train
+
+    plain = tmp_path / "plain.pt"
+    checkpoint.save(plain, SourceFilterVocoder(mel_config, hidden_channels=32),
+                    vocoder_meta(config_node("source_filter") | {"hidden_channels": 32}, mel_config))
+    base = ["vocoder=source_filter_corrected", "vocoder_debug=tiny", f"data.root={fixture_corpus}", "name=test_sfc",
+            "vocoder.hidden_channels=32", "vocoder.correction_channels=16", "vocoder.correction_blocks=2",
+            "trainer.max_steps=3", "checkpoint_every_n_steps=3", "trainer.val_check_interval=3"]
+    n = torch.get_num_threads()
+    try:
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            cfg = compose("train_vocoder", overrides=base + [f"exp_dir={tmp_path / 'run'}", f"init_from={plain}"])
+            wrong = compose("train_vocoder", overrides=base + [f"exp_dir={tmp_path / 'wrong'}", f"init_from={plain}",
+                                                               "vocoder.hidden_channels=48"])
+        trainer = train(cfg)
+        with pytest.raises(Exception, match="size mismatch|does not fit"):
+            train(wrong)
+    finally:
+        torch.set_num_threads(n)
+    assert trainer.global_step == 3
+    vocoder = load_vocoder(tmp_path / "run" / "checkpoints" / "last.ckpt", mel_config=mel_config)
+    assert vocoder.correction is not None and not vocoder.streams
+    out = vocoder(torch.randn(1, 80, 30) - 5.0)
+    assert out.wave.shape == (1, 30 * 256) and torch.isfinite(out.wave).all()
