@@ -102,3 +102,36 @@ def test_fine_tuned_from_a_plain_vocoder(fixture_corpus: Path, tmp_path: Path, m
     assert vocoder.correction is not None and not vocoder.streams
     out = vocoder(torch.randn(1, 80, 30) - 5.0)
     assert out.wave.shape == (1, 30 * 256) and torch.isfinite(out.wave).all()
+
+
+def test_vocoder_headroom_bench_scores_every_condition(featurised_corpus: Path, tmp_path: Path, mel_config: MelConfig):
+    """recipes.bench.vocoder_headroom: the swaps, and the report (DistillMOS, real model, two utterances)."""
+    import json
+
+    from recipes.bench import vocoder_headroom
+
+    torch.manual_seed(0)
+    plain = tmp_path / "sf.pt"
+    checkpoint.save(plain, SourceFilterVocoder(mel_config, hidden_channels=32),
+                    vocoder_meta(config_node("source_filter") | {"hidden_channels": 32}, mel_config))
+    vocoder = load_vocoder(plain)
+    wave = load_wav(sorted((featurised_corpus / "wavs").glob("*.wav"))[0], 22050)
+    mel = MelSpectrogram(mel_config)(wave[None])[0]
+    waves = vocoder_headroom.conditions(vocoder, mel, wave, pitch=None)
+    assert set(waves) == set(vocoder_headroom.CONDITIONS) - {"oracle_f0"}  # no pitch given: no oracle
+    assert torch.equal(waves["vocoder"], vocoder(mel[None]).wave[0])
+    # the recording's magnitude with its own phase is the recording: the swap's STFT round trip is exact
+    n = waves["recording"].shape[0]
+    window = torch.hann_window(vocoder_headroom.FFT)
+    spec = torch.stft(waves["recording"], vocoder_headroom.FFT, 256, window=window, return_complex=True)
+    back = torch.istft(spec.abs() * torch.exp(1j * spec.angle()), vocoder_headroom.FFT, 256, window=window, length=n)
+    assert torch.allclose(back, waves["recording"], atol=1e-5)
+
+    assert vocoder_headroom.main(["--data", str(featurised_corpus), "--limit", "2", "--vocoder", str(plain),
+                                  "--out", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert set(report["conditions"]) == set(vocoder_headroom.CONDITIONS)
+    for c in report["conditions"].values():
+        assert c["n"] == 2 and 1.0 <= c["distillmos"] <= 5.0
+    # an untrained vocoder is far below its recordings
+    assert report["conditions"]["vocoder"]["distillmos"] < report["conditions"]["recording"]["distillmos"]

@@ -1,13 +1,13 @@
 """iSTFT-head vocoder (Vocos style, Siuzdak 2023; iSTFTNet, Kaneko et al. 2022): a frame-rate ConvNeXt predicts
 each mel frame's complex STFT (log-magnitude and phase), and an inverse STFT makes the wave.
 
-Why beside the source-filter vocoder (issue 31).  The source-filter vocoder models speech as pulses and noise
-through minimum-phase filters; its copy synthesis loses ~0.35 DistillMOS to slt's recordings even when it is
-given the recordings' own F0 and voicing (measured on 20 test utterances: predicted F0 3.51, oracle F0 3.52,
-recordings 3.86), so the loss is in what that model can draw, not in its pitch; and it fits the Piper voice
-(a VITS decoder's output, not a source-filter signal) far worse (2.82 against 4.16).  A network that predicts
-magnitude AND phase per frequency bin assumes no production model, at the same frame rate (no upsampling
-stack as in HiFi-GAN: the inverse FFT does it), so it stays cheap.
+Why beside the source-filter vocoder (issue 31). The source-filter vocoder models speech as pulses and noise
+through minimum-phase filters; its copy synthesis loses ~0.3 DistillMOS to slt's recordings, and given the
+recordings' own F0 and voicing it gains 0.02 (docs/results/vocoder_headroom: 40 test utterances); on the Piper
+voice (a VITS decoder's output, not a source-filter signal) it loses in magnitude and phase alike (1.87
+against the recordings' 4.13 for the slt-trained vocoder). A network that predicts magnitude AND phase per
+frequency bin assumes no production model, at the same frame rate (no upsampling stack as in HiFi-GAN: the
+inverse FFT does it), so it stays cheap.
 
 Conventions (mel hop H, STFT size N = `fft_size`, a multiple of 2 H):
 - mel frame t's spectrum is the windowed segment centred on sample t * H (torch.stft center=True, as the mel);

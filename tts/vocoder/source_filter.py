@@ -13,15 +13,15 @@ phase + counter-based noise, filtered frame by frame in the STFT domain, overlap
 (tts.training.source_filter_module) feeds the ground-truth F0 to the oscillator and fits the filters
 with multi-resolution STFT + mel losses; no GAN is needed for the filters to be learned.
 
-Magnitude correction (optional, `correction_channels` > 0; issue 31).  Measured on 20 slt test utterances
-(DistillMOS): the rendered wave 3.51, its phase with the recording's STFT magnitude 3.71, its magnitude with
-the recording's phase 3.54, the recording 3.86: what the filters cannot draw is in the magnitude, and the
-rendered phase is good.  So a small ConvNeXt (tts.vocoder.istft.ConvNeXtBlock) reads each frame's mel and
-the rendered wave's log-magnitude (STFT of `correction_fft`, the mel's hop, frames centred on the mel frames)
-and predicts a per-bin log-gain; the wave is the inverse STFT of the rendered spectrum times the gain (the
-rendered phase kept).  Its head starts at zero: an exact identity, so training starts at the plain vocoder's
-quality.  Whole utterances only for now: `stream()` refuses it (no chunked STFT stage yet), and the ONNX
-export takes the plain vocoder only.
+Magnitude correction (optional, `correction_channels` > 0; issue 31). Measured on 40 slt test utterances
+(DistillMOS, docs/results/vocoder_headroom): the rendered wave 3.52, its phase with the recording's STFT
+magnitude 3.73, its magnitude with the recording's phase 3.53, the recording 3.78: what the filters cannot
+draw is in the magnitude, and the rendered phase is good. So a small ConvNeXt
+(tts.vocoder.istft.ConvNeXtBlock) reads each frame's mel and the rendered wave's log-magnitude (STFT of
+`correction_fft`, the mel's hop, frames centred on the mel frames) and predicts a per-bin log-gain; the wave
+is the inverse STFT of the rendered spectrum times the gain (the rendered phase kept). Its head starts at
+zero: an exact identity, so training starts at the plain vocoder's quality. Whole utterances only for now:
+`stream()` refuses it (no chunked STFT stage yet), and the ONNX export takes the plain vocoder only.
 
 Streaming.  `stream()` returns a `SourceFilterStream` that takes mel chunks and returns audio as soon
 as it is determined: it lags the input by `lookahead_frames` (the network's receptive half-width plus
