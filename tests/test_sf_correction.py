@@ -130,6 +130,11 @@ def test_vocoder_headroom_bench_scores_every_condition(featurised_corpus: Path, 
     assert vocoder_headroom.main(["--data", str(featurised_corpus), "--limit", "2", "--vocoder", str(plain),
                                   "--out", str(tmp_path / "out")]) == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
+    same = vocoder_headroom.paired_difference(report, report)
+    assert same["mean"] == 0 and same["wins"] == 0 and same["n"] == 2
+    other = {**report, "per_utterance": {**report["per_utterance"], "ids": report["per_utterance"]["ids"][::-1]}}
+    with pytest.raises(SystemExit, match="different utterances"):
+        vocoder_headroom.paired_difference(report, other)
     assert set(report["conditions"]) == set(vocoder_headroom.CONDITIONS)
     for c in report["conditions"].values():
         assert c["n"] == 2 and 1.0 <= c["distillmos"] <= 5.0

@@ -13,6 +13,8 @@ hop, Hann window, inverted with torch.istft):
 A condition near the recording names the part that is already good; the gap between the vocoder and
 "recording magnitude + vocoder phase" is the most a magnitude correction can win (tts/vocoder/source_filter.py,
 "Magnitude correction").  Means with 95 % bootstrap intervals; `--out DIR` writes report.json there.
+`--against REPORT` also prints the paired difference of this vocoder's copy synthesis from that report's
+(same utterances), e.g. a fine-tuned vocoder against the one it started from.
 """
 
 from __future__ import annotations
@@ -79,6 +81,20 @@ def run(data: Path, limit: int, vocoder_name: str, split: str = "test") -> dict:
             "conditions": summary, "per_utterance": {"ids": ds.ids, **scores}}
 
 
+def paired_difference(report: dict, other: dict) -> dict:
+    """This report's `vocoder` DistillMOS minus `other`'s, utterance by utterance (the same ids in order)."""
+    import numpy as np
+
+    from tts.evaluation.report import mean_ci
+
+    mine, theirs = report["per_utterance"], other["per_utterance"]
+    if mine["ids"] != theirs["ids"]:
+        raise SystemExit("error: --against: the two reports score different utterances")
+    d = np.asarray(mine["vocoder"]) - np.asarray(theirs["vocoder"])
+    mean, low, high = mean_ci(d)
+    return {"against": other["vocoder"], "mean": mean, "low": low, "high": high, "wins": int((d > 0).sum()), "n": len(d)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, required=True, help="a corpus in LJSpeech layout (e.g. data/slt)")
@@ -87,11 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vocoder", default="source-filter", help="a shipped vocoder name or a vocoder checkpoint")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, default=None, help="write DIR/report.json")
+    p.add_argument("--against", type=Path, default=None, help="a report.json of another vocoder on the same utterances")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     report = run(args.data, args.limit, args.vocoder, args.split)
     for name, c in report["conditions"].items():
         print(f"{name:36s} DistillMOS {c['distillmos']:.2f} [{c['low']:.2f}, {c['high']:.2f}]  (n = {c['n']})")
+    if args.against is not None:
+        diff = report["paired"] = paired_difference(report, json.loads(args.against.read_text()))
+        print(f"vocoder minus {diff['against']}: {diff['mean']:+.2f} [{diff['low']:+.2f}, {diff['high']:+.2f}], "
+              f"better on {diff['wins']} of {diff['n']}")
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
