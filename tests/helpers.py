@@ -43,3 +43,36 @@ TINY = {
                            attention_dim=16, postnet_channels=16, location_filters=4, max_frames_per_token=3.0),
     "nonautoregressive": dict(d_model=32, encoder_layers=1, decoder_layers=1, ffn_channels=64, predictor_channels=32),
 }
+
+
+def check_frame_stream(vocoder, chunk: int, atol: float) -> None:
+    """A frame-rate vocoder's `stream()` (tts.vocoder.stream.FrameStream) fed 300 random mel frames in chunks equals
+    its whole-utterance synthesis within `atol`, holds a bounded mel window, and returns all but its lookahead
+    as soon as it is determined."""
+    import torch
+
+    torch.manual_seed(1)
+    mel = torch.randn(1, 80, 300) - 5.0
+    whole = vocoder(mel).wave
+    stream = vocoder.stream()
+    parts = [stream.push(mel[..., i : i + chunk]) for i in range(0, 300, chunk)] + [stream.finish()]
+    streamed = torch.cat(parts, dim=-1)
+    assert streamed.shape == whole.shape
+    assert (streamed - whole).abs().max() < atol
+    assert stream.mel.shape[-1] <= chunk + vocoder.receptive_frames + 2 * stream.frames.context + 1
+    if chunk == 50:
+        assert parts[-1].shape[-1] == vocoder.lookahead_frames * vocoder.mel_config.hop_length
+
+
+def check_batch_independent(vocoder, atol: float = 1e-6) -> None:
+    """An item's audio does not depend on the batch it came in (items of 120, 77, 30, 101 frames)."""
+    import torch
+
+    torch.manual_seed(2)
+    mel = torch.randn(4, 80, 120) - 5.0
+    lengths = torch.tensor([120, 77, 30, 101])
+    batched = vocoder(mel, lengths).wave
+    hop = vocoder.mel_config.hop_length
+    for b in range(4):
+        n = int(lengths[b])
+        assert torch.allclose(batched[b, : n * hop], vocoder(mel[b : b + 1, :, :n]).wave[0], atol=atol)

@@ -7,6 +7,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
+from tests.helpers import check_batch_independent, check_frame_stream
 from tts.audio import MelConfig, MelSpectrogram, load_wav
 from tts.paths import CONF_DIR
 from tts.vocoder.istft import IstftVocoder
@@ -59,28 +60,11 @@ def test_render_is_torch_istft(vocoder: IstftVocoder):
 
 @pytest.mark.parametrize("chunk", [1, 7, 50, 400])
 def test_streamed_chunks_equal_whole_utterance(vocoder: IstftVocoder, chunk: int):
-    torch.manual_seed(1)
-    mel = torch.randn(1, 80, 300) - 5.0
-    whole = vocoder(mel).wave
-    stream = vocoder.stream()
-    parts = [stream.push(mel[..., i : i + chunk]) for i in range(0, 300, chunk)] + [stream.finish()]
-    streamed = torch.cat(parts, dim=-1)
-    assert streamed.shape == whole.shape
-    assert (streamed - whole).abs().max() < STREAM_ATOL
-    # a bounded mel window is held, and audio comes as soon as it is determined: all but the lookahead
-    assert stream.mel.shape[-1] <= chunk + vocoder.receptive_frames + 2 * vocoder.context_frames + 1
-    if chunk == 50:
-        assert parts[-1].shape[-1] == vocoder.lookahead_frames * 256
+    check_frame_stream(vocoder, chunk, STREAM_ATOL)
 
 
 def test_an_items_audio_does_not_depend_on_its_batch(vocoder: IstftVocoder):
-    torch.manual_seed(2)
-    mel = torch.randn(4, 80, 120) - 5.0
-    lengths = torch.tensor([120, 77, 30, 101])
-    batched = vocoder(mel, lengths).wave
-    for b in range(4):
-        n = int(lengths[b])
-        assert torch.allclose(batched[b, : n * 256], vocoder(mel[b : b + 1, :, :n]).wave[0], atol=1e-6)
+    check_batch_independent(vocoder)
 
 
 def test_every_parameter_gets_a_gradient(mel_config: MelConfig, real_wav: Path):

@@ -10,6 +10,7 @@ import pyworld
 import torch
 from hydra import compose, initialize_config_dir
 
+from tests.helpers import check_batch_independent, check_frame_stream
 from tts import checkpoint
 from tts.audio import MelConfig, MelConfigMismatchError, MelSpectrogram, load_wav
 from tts.paths import CONF_DIR
@@ -115,30 +116,11 @@ def test_f0_bins_round_trip_and_fill_unvoiced():
 
 @pytest.mark.parametrize("chunk", [1, 7, 50, 400])
 def test_streamed_chunks_equal_whole_utterance(vocoder: SourceFilterVocoder, chunk: int):
-    torch.manual_seed(1)
-    mel = torch.randn(1, 80, 300) - 5.0
-    whole = vocoder.synthesize(mel).detach()
-    stream = vocoder.stream()
-    parts = [stream.push(mel[..., i : i + chunk]) for i in range(0, 300, chunk)] + [stream.finish()]
-    streamed = torch.cat(parts, dim=-1)
-    assert streamed.shape == whole.shape
-    assert (streamed - whole).abs().max() < STREAM_ATOL
-    # the stream holds a bounded mel window, not the whole input
-    assert stream.mel.shape[-1] <= chunk + vocoder.receptive_frames + 2 * vocoder.synthesis.context_frames + 1
-    # audio is returned as soon as it is determined: all but the lookahead after the last push
-    if chunk == 50:
-        assert parts[-1].shape[-1] == vocoder.lookahead_frames * 256
+    check_frame_stream(vocoder, chunk, STREAM_ATOL)
 
 
 def test_an_items_audio_does_not_depend_on_its_batch(vocoder: SourceFilterVocoder):
-    torch.manual_seed(2)
-    mel = torch.randn(4, 80, 120) - 5.0
-    lengths = torch.tensor([120, 77, 30, 101])
-    batched = vocoder(mel, lengths).wave
-    for b in range(4):
-        n = int(lengths[b])
-        alone = vocoder(mel[b : b + 1, :, :n]).wave[0]
-        assert torch.equal(batched[b, : n * 256], alone) or (batched[b, : n * 256] - alone).abs().max() < 1e-6
+    check_batch_independent(vocoder)
 
 
 def test_every_parameter_gets_a_gradient(mel_config: MelConfig, real_wav: Path):
