@@ -103,7 +103,8 @@ def build(cfg: DictConfig) -> tuple[pl.LightningModule, VocoderDataModule, pl.Tr
         node,
         mel_config,
         info={"recipe": "recipes.train_vocoder", "experiment": cfg.name, "data": str(cfg.vocoder_data.root),
-              "mel_dir": cfg.vocoder_data.mel_dir},
+              "mel_dir": cfg.vocoder_data.mel_dir,
+              **({"init_from": str(cfg.init_from)} if cfg.get("init_from") else {})},
     )
     if frame_rate:
         return _finish_build(cfg, build_source_filter_module(cfg, model, meta), datamodule, mel_config, gan=False)

@@ -100,6 +100,8 @@ def test_fine_tuned_from_a_plain_vocoder(fixture_corpus: Path, tmp_path: Path, m
     assert trainer.global_step == 3
     vocoder = load_vocoder(tmp_path / "run" / "checkpoints" / "last.ckpt", mel_config=mel_config)
     assert vocoder.correction is not None and not vocoder.streams
+    info = checkpoint.read_raw(tmp_path / "run" / "checkpoints" / "last.ckpt")["tts"]["info"]
+    assert info["init_from"] == str(plain)  # the provenance of a fine-tuned vocoder
     out = vocoder(torch.randn(1, 80, 30) - 5.0)
     assert out.wave.shape == (1, 30 * 256) and torch.isfinite(out.wave).all()
 
