@@ -30,6 +30,8 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the vocoder alone on a random mel: its own peak memory, no acoustic model involved",
     ("recipes/evaluate.py", "_copy_synthesis"):
         "copy synthesis: the corpus's ground-truth mel through the vocoder, no acoustic model involved",
+    ("recipes/bench/vocoder_headroom.py", "conditions"):
+        "copy synthesis of a recording's mel, its STFT parts swapped with the recording's: no acoustic model involved",
     ("recipes/bench/kv_cache.py", "timed_decode"):
         "the Transformer AR's decode timed step by step with and without its KV cache (use_cache, a model-internal "
         "switch no engine exposes), lengths forced on random weights: a measurement of the model, not synthesis",
@@ -119,10 +121,14 @@ def test_the_onnx_engine_holds_no_model_maths(module: str):
 
 
 def test_the_streamed_vocoders_share_their_window():
-    """The torch and the ONNX streamed vocoders keep their frame bookkeeping in one place (StreamWindow)."""
-    for module in ("tts/vocoder/source_filter.py", "tts/runtime/onnx_blocks.py"):
+    """The torch and the ONNX streamed vocoders keep their frame bookkeeping in one place (StreamWindow); the
+    torch frame-rate vocoders' streams are one class (FrameStream) with a render step each."""
+    for module in ("tts/vocoder/stream.py", "tts/runtime/onnx_blocks.py"):
         source = (REPO_ROOT / module).read_text()
         assert "StreamWindow(" in source and "valid_end = " not in source, module
+    for module in ("tts/vocoder/source_filter.py", "tts/vocoder/istft.py"):
+        source = (REPO_ROOT / module).read_text()
+        assert "(FrameStream):" in source and "StreamWindow(" not in source and "valid_end = " not in source, module
 
 
 @pytest.mark.parametrize("snippet, what", [
