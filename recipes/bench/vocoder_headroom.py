@@ -92,7 +92,8 @@ def paired_difference(report: dict, other: dict) -> dict:
         raise SystemExit("error: --against: the two reports score different utterances")
     d = np.asarray(mine["vocoder"]) - np.asarray(theirs["vocoder"])
     mean, low, high = mean_ci(d)
-    return {"against": other["vocoder"], "mean": mean, "low": low, "high": high, "wins": int((d > 0).sum()), "n": len(d)}
+    return {"against": other["vocoder"], "mean": mean, "low": low, "high": high, "wins": int((d > 0).sum()),
+            "n": len(d)}
 
 
 def main(argv: list[str] | None = None) -> int:
