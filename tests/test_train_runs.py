@@ -105,8 +105,8 @@ def test_run_directory_rules(tmp_path):
 
 
 def test_the_existing_long_runs_resume_with_their_scripts_commands(tmp_path):
-    """scripts/train_ar_baseline.sh and scripts/train_nar_joe.sh add `ckpt_path=last` when their
-    exp/<name>/checkpoints/last.ckpt exists: a directory of that shape (checkpoints, tb of several starts,
+    """scripts/train_ar_baseline.sh and scripts/train_nar_joe.sh (through recipes.carry start) add `ckpt_path=last`
+    when their exp/<name>/checkpoints/last.ckpt exists: a directory of that shape (checkpoints, tb of several starts,
     hydra/) passes the checks unchanged -- on a copy of the shape, never exp/ itself."""
     for name in ("ar_baseline", "nar_joe"):
         run = tmp_path / "exp" / name
@@ -125,9 +125,13 @@ def test_the_existing_long_runs_resume_with_their_scripts_commands(tmp_path):
                           return_hydra_config=True)
         HydraConfig.instance().set_config(cfg)
         assert cfg.exp_dir == f"exp/{name}" and cfg.ckpt_path == "last"
-    for script in ("train_ar_baseline.sh", "train_nar_joe.sh"):
-        text = (REPO_ROOT / "scripts" / script).read_text()
-        assert "checkpoints/last.ckpt ] && resume=(ckpt_path=last)" in text, script
+    text = (REPO_ROOT / "scripts" / "train_ar_baseline.sh").read_text()
+    assert "checkpoints/last.ckpt ] && resume=(ckpt_path=last)" in text
+    # train_nar_joe.sh runs with what `recipes.carry start nar_joe` prints: ckpt_path=last for that shape
+    from recipes import carry
+
+    assert "recipes.carry start nar_joe" in (REPO_ROOT / "scripts" / "train_nar_joe.sh").read_text()
+    assert carry.start_overrides("nar_joe", extra=[f"exp_dir={tmp_path / 'exp' / 'nar_joe'}"]) == ["ckpt_path=last"]
 
 
 def config(overrides):
