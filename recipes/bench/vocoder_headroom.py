@@ -46,13 +46,10 @@ def conditions(vocoder, mel: torch.Tensor, wave: torch.Tensor, pitch: torch.Tens
                "recording_magnitude_vocoder_phase": istft(rec.abs() * torch.exp(1j * voc.angle())),
                "vocoder_magnitude_recording_phase": istft(voc.abs() * torch.exp(1j * rec.angle()))}
         if isinstance(vocoder, SourceFilterVocoder) and pitch is not None:
-            params = vocoder.frame_params(mel[None])
-            t = params.f0_logits.shape[-1]
+            t = mel.shape[-1]
             frames = torch.nn.functional.pad(pitch[:t], (0, max(0, t - pitch.shape[0])))  # [T]; a missing end: unvoiced
             f0, voiced = teacher_f0(frames[None], vocoder.bins.f0_min)
-            oracle = vocoder._render_whole(params, f0, voiced)
-            if vocoder.correction is not None:
-                oracle = vocoder.correction(oracle, mel[None])
+            oracle = vocoder.train_forward(mel[None], f0, voiced).wave  # the render (+ correction) with these F0s
             out["oracle_f0"] = oracle[0].clamp(-1, 1)
     return out
 

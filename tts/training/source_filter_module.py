@@ -194,7 +194,8 @@ class SourceFilterModule(pl.LightningModule):
     # --- validation: whole utterances through the inference path -------------------------------------
     def validation_step(self, batch: VocoderBatch, batch_idx: int) -> None:
         validate_vocoder(self, batch, batch_idx, self.mel, self.global_step, self.log_audio_items)
-        if self.source_filter and batch.pitch is not None:  # the F0 and voicing the inference path decides, against the corpus's
+        # the F0 and voicing the inference path decides, against the corpus's
+        if self.source_filter and batch.pitch is not None:
             with torch.no_grad():
                 f0_hat, voiced_hat = self.model.decode(self.model.frame_params(batch.mels))
             m = f0_metrics(f0_hat[0], voiced_hat[0], batch.pitch[0])
