@@ -2,7 +2,7 @@
 
 HiFi-GAN trains as a GAN (tts/training/vocoder_module.py); the frame-rate vocoders (source-filter, iSTFT head)
 with STFT and mel losses (+ F0 and voicing for the source-filter one) and, with `sf_discriminator=light`, the
-light discriminator (tts/training/source_filter_module.py, settings `source_filter:`).
+light discriminator (tts/training/source_filter_module.py, settings `frame_vocoder:`).
 
 One run per directory, as recipes.train (exp/<name>, multirun jobs exp/<name>/job<N>): resume a killed run
 with `ckpt_path=last`; a new run into a directory holding checkpoints is refused.  Tiny CPU smoke run:
@@ -67,7 +67,7 @@ def init_weights(module: pl.LightningModule, path: str, mel_config: MelConfig) -
 
 
 def build_source_filter_module(cfg: DictConfig, model: SourceFilterVocoder | IstftVocoder, meta) -> SourceFilterModule:
-    sf = cfg.source_filter
+    sf = cfg.frame_vocoder
     loss = OmegaConf.to_container(sf.loss, resolve=True)
     loss["stft_fft_sizes"] = tuple(loss["stft_fft_sizes"])
     gan = sf.get("discriminator") is not None
@@ -95,7 +95,7 @@ def build(cfg: DictConfig) -> tuple[pl.LightningModule, VocoderDataModule, pl.Tr
         raise ValueError(f"vocoder {node['_target_']} has no trainable generator; "
                          "pick vocoder=source_filter|istft|hifigan_v1|hifigan_v3")
     source_filter = isinstance(model, SourceFilterVocoder)
-    frame_rate = source_filter or isinstance(model, IstftVocoder)  # the light recipe: settings `source_filter:`
+    frame_rate = source_filter or isinstance(model, IstftVocoder)  # the light recipe: settings `frame_vocoder:`
     # The mel config goes in as a Hydra node: instantiate() would turn a MelConfig object into a DictConfig.
     # The source-filter vocoder learns F0 and voicing from the corpus's frame pitch.
     datamodule = instantiate(cfg.vocoder_data, mel_config=mel_config_node(mel_config), with_pitch=source_filter)

@@ -38,8 +38,8 @@ $PY -m recipes.train_vocoder $sf name=sf_gpu exp_dir=/tmp/exp/sf_gpu +trainer.ma
 p1=$!
 ( $PY -m recipes.train_vocoder $sf name=sf_gpu_pre exp_dir=/tmp/exp/sf_gpu_pre +trainer.max_time=$(hms "$($PY -c "print($MINUTES * 0.4)")") $common_voc \
   && $PY -m recipes.train_vocoder $sf sf_discriminator=light name=sf_gpu_gan exp_dir=/tmp/exp/sf_gpu_gan \
-       source_filter.optimizer.lr=2.0e-4 source_filter.loss.stft_weight=2.5 source_filter.loss.mel_weight=10 \
-       source_filter.loss.feature_weight=10 \
+       frame_vocoder.optimizer.lr=2.0e-4 frame_vocoder.loss.stft_weight=2.5 frame_vocoder.loss.mel_weight=10 \
+       frame_vocoder.loss.feature_weight=10 \
        init_from=/tmp/exp/sf_gpu_pre/checkpoints/last.ckpt vocoder_data.batch_size=32 checkpoint_every_n_steps=1000 \
        trainer.val_check_interval=500 +trainer.max_time=$(hms "$($PY -c "print($MINUTES * 0.6)")") $common_voc ) > "$OUT/sf_gpu_gan.log" 2>&1 &
 p2=$!

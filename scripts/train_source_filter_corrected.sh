@@ -13,5 +13,5 @@ start=(init_from=checkpoints/vocoder/source_filter.pt)
 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE exec nice -n 10 .venv/bin/python -m recipes.train_vocoder \
     vocoder=source_filter_corrected data="$corpus" name="$name" threads=1 trainer=cpu trainer.enable_progress_bar=false \
     trainer.log_every_n_steps=100 vocoder_data.segment_frames=48 vocoder_data.batch_size=16 vocoder_data.num_workers=1 \
-    source_filter.optimizer.lr=5.0e-4 trainer.max_steps=20000 trainer.val_check_interval=1000 \
+    frame_vocoder.optimizer.lr=5.0e-4 trainer.max_steps=20000 trainer.val_check_interval=1000 \
     checkpoint_every_n_steps=1000 keep_checkpoints=6 "${start[@]}" "$@"

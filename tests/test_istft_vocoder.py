@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from tests.helpers import check_batch_independent, check_frame_stream
 from tts.audio import MelConfig, MelSpectrogram, load_wav
 from tts.paths import CONF_DIR
-from tts.vocoder.istft import IstftVocoder
+from tts.vocoder.istft import PHASE_HEADS, IstftVocoder
 from tts.vocoder.registry import build_vocoder, config_node, load_vocoder, vocoder_meta
 
 # Streaming re-runs the network over windows of other lengths: float rounding of the convolutions only.
@@ -22,10 +22,10 @@ def mel_config() -> MelConfig:
     return MelConfig.default()
 
 
-@pytest.fixture(scope="module")
-def vocoder(mel_config: MelConfig) -> IstftVocoder:
+@pytest.fixture(scope="module", params=PHASE_HEADS)
+def vocoder(mel_config: MelConfig, request: pytest.FixtureRequest) -> IstftVocoder:
     torch.manual_seed(0)
-    return IstftVocoder(mel_config, channels=32, hidden_channels=64, n_blocks=3).eval()
+    return IstftVocoder(mel_config, channels=32, hidden_channels=64, n_blocks=3, phase_head=request.param).eval()
 
 
 def test_config_instantiates_and_interface(mel_config: MelConfig):
@@ -40,6 +40,17 @@ def test_config_instantiates_and_interface(mel_config: MelConfig):
     assert torch.isfinite(out.wave).all() and out.wave.abs().max() <= 1
     with pytest.raises(ValueError, match="multiple of 2 x the mel hop"):
         IstftVocoder(mel_config, fft_size=768)
+    with pytest.raises(ValueError, match="phase_head must be one of angle, parallel"):
+        IstftVocoder(mel_config, phase_head="complex")
+
+
+def test_the_parallel_head_gives_principal_phases(mel_config: MelConfig):
+    torch.manual_seed(1)
+    v = IstftVocoder(mel_config, channels=32, hidden_channels=64, n_blocks=2, phase_head="parallel")
+    with torch.no_grad():
+        frames = v.frame_outputs(torch.randn(2, 80, 9) - 5.0)
+    assert frames.phase.shape == frames.log_magnitude.shape == (2, 513, 9)
+    assert frames.phase.abs().max() <= math.pi and frames.phase.std() > 1.0  # spread over the circle
 
 
 def test_render_is_torch_istft(vocoder: IstftVocoder):
@@ -67,14 +78,59 @@ def test_an_items_audio_does_not_depend_on_its_batch(vocoder: IstftVocoder):
     check_batch_independent(vocoder)
 
 
-def test_every_parameter_gets_a_gradient(mel_config: MelConfig, real_wav: Path):
+def test_phase_losses_ignore_whole_turns_and_measure_offsets():
+    from tts.training.losses import anti_wrapped, phase_losses
+
+    torch.manual_seed(0)
+    x = (torch.rand(1000) - 0.5) * 40
+    turns = torch.randint(-5, 6, (1000,)) * 2 * math.pi
+    assert torch.allclose(anti_wrapped(x + turns), anti_wrapped(x), atol=1e-4)
+    assert anti_wrapped(x).max() <= math.pi + 1e-6
+    phase = (torch.rand(2, 9, 7) - 0.5) * 2 * math.pi
+    same = phase_losses(phase + torch.randint(-3, 4, phase.shape) * 2 * math.pi, phase)
+    assert float(same.total) < 1e-5
+    shifted = phase_losses(phase + 0.5, phase)  # a constant offset: the phase is off, its derivatives are not
+    assert abs(float(shifted.instantaneous) - 0.5) < 1e-5
+    assert float(shifted.group_delay) < 1e-5 and float(shifted.angular_frequency) < 1e-5
+    delayed = phase_losses(phase + torch.arange(9.0)[:, None] * 0.3, phase)  # linear in frequency: a delay
+    assert abs(float(delayed.group_delay) - 0.3) < 1e-5 and float(delayed.angular_frequency) < 1e-5
+
+
+def test_the_phase_loss_reads_the_recordings_frames_at_the_vocoders_centres(mel_config: MelConfig, real_wav: Path):
+    """Frame t of the vocoder is centred on sample t * hop (as its inverse STFT): the reference phase of the
+    loss is the recording's frame at the same centre, so the recording's own phases score 0, and the same
+    phases one frame off do not; frames whose window leaves the segment are not scored."""
+    from tts.training.source_filter_module import SourceFilterModule
+    from tts.vocoder.data import VocoderBatch
+
+    model = IstftVocoder(mel_config, channels=32, hidden_channels=64, n_blocks=2)
+    module = SourceFilterModule(model, vocoder_meta({}, mel_config), optimizer=torch.optim.Adam, phase_weight=1.0)
+    wave = load_wav(real_wav, 22050)[5000 : 5000 + 40 * 256]
+    batch = VocoderBatch(["x"], torch.zeros(1, 80, 40), wave[None], torch.tensor([40]), None)
+    # the true phases of frames [0, 40) centred on samples 5000 + t * hop of the whole recording
+    whole = load_wav(real_wav, 22050)
+    centred = torch.stft(whole[5000 - 512 : 5000 + 40 * 256 + 512], 1024, 256, window=torch.hann_window(1024),
+                         center=False, return_complex=True)[None, :, :40].angle()  # [1, 513, 40]
+    assert float(module.phase_loss(centred, batch)) < 1e-3
+    assert float(module.phase_loss(torch.roll(centred, 1, dims=-1), batch)) > 0.5
+    outside = centred.clone()
+    outside[..., :2] += 1.0  # frames 0 and 1 reach before the segment (context_frames = 2): not scored
+    outside[..., 39:] += 1.0
+    assert float(module.phase_loss(outside, batch)) < 1e-3
+    with pytest.raises(ValueError, match="applies to the iSTFT vocoder"):
+        SourceFilterModule(build_vocoder(config_node("source_filter") | {"hidden_channels": 16}, mel_config),
+                           vocoder_meta({}, mel_config), optimizer=torch.optim.Adam, phase_weight=1.0)
+
+
+@pytest.mark.parametrize("phase_head", PHASE_HEADS)
+def test_every_parameter_gets_a_gradient(mel_config: MelConfig, real_wav: Path, phase_head: str):
     from tts.training.discriminators import LightDiscriminator, discriminator_loss
     from tts.training.source_filter_module import SourceFilterModule
     from tts.vocoder.data import VocoderBatch
 
     torch.manual_seed(0)
-    model = IstftVocoder(mel_config, channels=32, hidden_channels=64, n_blocks=2)
-    module = SourceFilterModule(model, vocoder_meta({}, mel_config), optimizer=torch.optim.Adam)
+    model = IstftVocoder(mel_config, channels=32, hidden_channels=64, n_blocks=2, phase_head=phase_head)
+    module = SourceFilterModule(model, vocoder_meta({}, mel_config), optimizer=torch.optim.Adam, phase_weight=1.0)
     wave = load_wav(real_wav, 22050)[: 40 * 256]
     mel = MelSpectrogram(mel_config)(wave[None])[:, :, :40]
     batch = VocoderBatch(["x"], mel, wave[None], torch.tensor([40]), None)  # no pitch: none needed
@@ -94,7 +150,8 @@ def test_tiny_adversarial_training_run_and_its_checkpoint(fixture_corpus: Path, 
             cfg = compose("train_vocoder", overrides=[
                 "vocoder=istft", "sf_discriminator=light", "vocoder_debug=tiny", f"data.root={fixture_corpus}",
                 f"exp_dir={tmp_path}", "name=test_istft", "vocoder.channels=32", "vocoder.hidden_channels=64",
-                "vocoder.n_blocks=2", "trainer.max_steps=6", "checkpoint_every_n_steps=2",
+                "vocoder.n_blocks=2", "vocoder.phase_head=parallel", "frame_vocoder.loss.phase_weight=1.0",
+                "trainer.max_steps=6", "checkpoint_every_n_steps=2",
                 "trainer.val_check_interval=3"])
         trainer = train(cfg)
     finally:
@@ -105,5 +162,6 @@ def test_tiny_adversarial_training_run_and_its_checkpoint(fixture_corpus: Path, 
     out = vocoder(torch.randn(1, 80, 30) - 5.0)
     assert out.wave.shape == (1, 30 * 256) and torch.isfinite(out.wave).all()
     metrics = trainer.callback_metrics
-    assert {"train/loss", "train/d_loss", "val/mel_l1"} <= set(metrics) and "val/vuv_error" not in metrics
+    assert {"train/loss", "train/d_loss", "train/phase_gd", "val/mel_l1", "val/phase_ip"} <= set(metrics)
+    assert "val/vuv_error" not in metrics and vocoder.phase_head == "parallel"
     assert math.isfinite(float(metrics["val/mel_l1"]))

@@ -3,6 +3,8 @@ runs where SpeechBrain is not installed)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -48,3 +50,37 @@ class MultiResolutionSTFTLoss(nn.Module):
                 log_magnitude = nn.functional.l1_loss(mag_hat.log(), mag.log())
                 total = total + convergence + log_magnitude
             return total / len(self.resolutions)
+
+
+def anti_wrapped(x: torch.Tensor) -> torch.Tensor:
+    """|x - 2 pi round(x / 2 pi)|: the distance of a phase difference to the nearest multiple of 2 pi, so that
+    two angles one turn apart count as equal (Ai & Ling 2023, the anti-wrapping function: even, 2 pi-periodic,
+    increasing on [0, pi])."""
+    return (x - 2 * torch.pi * torch.round(x / (2 * torch.pi))).abs()
+
+
+@dataclass
+class PhaseLosses:
+    """Anti-wrapped phase errors (APNet / neural speech phase prediction, Ai & Ling 2023), each a scalar
+    mean over bins and frames: the phase itself, its derivative along frequency (group delay) and along time
+    (instantaneous angular frequency).  A magnitude loss leaves the phase free; these pin it to the recording's."""
+
+    instantaneous: torch.Tensor
+    group_delay: torch.Tensor
+    angular_frequency: torch.Tensor
+
+    @property
+    def total(self) -> torch.Tensor:
+        return self.instantaneous + self.group_delay + self.angular_frequency
+
+
+def phase_losses(phase_hat: torch.Tensor, phase: torch.Tensor) -> PhaseLosses:
+    """Predicted and reference phases [B, F, T] (radians, any wrapping) -> PhaseLosses."""
+    if phase_hat.shape != phase.shape:
+        raise ValueError(f"phase shapes differ: {tuple(phase_hat.shape)} vs {tuple(phase.shape)}")
+    error = phase_hat.float() - phase.float()
+    return PhaseLosses(
+        instantaneous=anti_wrapped(error).mean(),
+        group_delay=anti_wrapped(torch.diff(error, dim=1)).mean(),  # diff of the errors = error of the diffs
+        angular_frequency=anti_wrapped(torch.diff(error, dim=2)).mean(),
+    )

@@ -10,6 +10,13 @@ Loss = stft_weight * multi-resolution STFT (spectral convergence + log magnitude
 for transients) + mel_weight * mel L1 (our mel definition) + f0_weight * cross-entropy over log-F0 bins
 (Gaussian-blurred targets, voiced frames) + voicing_weight * BCE.
 
+The iSTFT vocoder may add phase_weight * the anti-wrapped phase losses (tts.training.losses.phase_losses:
+instantaneous phase, group delay, instantaneous angular frequency) of its own frames against the recording's
+STFT at the same size, hop and window (APNet, Ai & Ling 2023): without them nothing but a discriminator
+constrains the phase a magnitude loss leaves free, and a discriminator batch costs 10-30x a generator one here.
+Frames whose window reaches past the segment are left out (the recording's frame there sees samples the
+segment lacks).
+
 Optional adversarial stage (`discriminator` given; usually a fine-tuning run `init_from` a model
 trained without it): every batch then takes a discriminator step (LSGAN) and a generator step with
 adversarial_weight * LSGAN + feature_weight * feature matching added to the loss above.  Lightning's
@@ -36,7 +43,7 @@ from tts.training.discriminators import (
     feature_matching_loss,
     generator_adversarial_loss,
 )
-from tts.training.losses import MultiResolutionSTFTLoss
+from tts.training.losses import MultiResolutionSTFTLoss, phase_losses
 from tts.training.module import validate_vocoder
 from tts.vocoder.data import VocoderBatch
 from tts.vocoder.dsp import fill_unvoiced
@@ -84,8 +91,13 @@ class SourceFilterModule(pl.LightningModule):
         discriminator_optimizer: Callable[..., torch.optim.Optimizer] | None = None,
         adversarial_weight: float = 1.0,
         feature_weight: float = 2.0,
+        phase_weight: float = 0.0,
     ) -> None:
         super().__init__()
+        if phase_weight and not isinstance(model, IstftVocoder):
+            raise ValueError(f"phase_weight applies to the iSTFT vocoder's predicted phase; "
+                             f"{type(model).__name__} predicts none (set it to 0)")
+        self.phase_weight = float(phase_weight)
         self.automatic_optimization = False  # one code path with and without the discriminator
         if (discriminator is None) != (discriminator_optimizer is None):
             raise ValueError("a discriminator needs a discriminator_optimizer, and vice versa")
@@ -161,7 +173,9 @@ class SourceFilterModule(pl.LightningModule):
     def reconstruction_loss(self, batch: VocoderBatch) -> torch.Tensor:
         """STFT + mel (+ F0 + voicing) loss of one batch (keeps the generated wave in `_last_wave`)."""
         if not self.source_filter:
-            return self.spectral_loss(self.model.train_forward(batch.mels), batch)
+            out = self.model.train_outputs(batch.mels)
+            loss = self.spectral_loss(out.wave, batch)
+            return loss + self.phase_weight * self.phase_loss(out.frames.phase, batch) if self.phase_weight else loss
         if batch.pitch is None:
             raise ValueError("the source-filter vocoder trains on batches with pitch (VocoderDataModule with_pitch=true)")
         f0, voiced = teacher_f0(batch.pitch, self.default_f0)
@@ -191,9 +205,29 @@ class SourceFilterModule(pl.LightningModule):
         self.log("train/mel_l1", mel_l1, prog_bar=True, batch_size=b)
         return self.stft_weight * stft + self.mel_weight * mel_l1
 
+    def phase_loss(self, phase_hat: torch.Tensor, batch: VocoderBatch, prefix: str = "train") -> torch.Tensor:
+        """Anti-wrapped phase losses of the iSTFT vocoder's frames [B, N/2 + 1, S] against the recording's
+        STFT (same size, hop, Hann window, frame t centred on sample t * hop) on the frames whose window lies
+        inside the segment: [c, S - c] with c = the vocoder's context_frames."""
+        model: IstftVocoder = self.model
+        c, s = model.context_frames, phase_hat.shape[-1]
+        if s <= 2 * c:
+            raise ValueError(f"segments of {s} frames leave no frame for the phase loss (need > {2 * c})")
+        ref = torch.stft(batch.waves.float(), model.fft_size, self.meta.mel_config.hop_length, window=model.window,
+                         center=True, return_complex=True)  # [B, N/2 + 1, S + 1]
+        losses = phase_losses(phase_hat[..., c : s - c + 1], ref.angle()[..., c : s - c + 1])
+        b = len(batch)
+        self.log(f"{prefix}/phase_ip", losses.instantaneous, batch_size=b, sync_dist=prefix == "val")
+        self.log(f"{prefix}/phase_gd", losses.group_delay, batch_size=b, sync_dist=prefix == "val")
+        self.log(f"{prefix}/phase_iaf", losses.angular_frequency, batch_size=b, sync_dist=prefix == "val")
+        return losses.total
+
     # --- validation: whole utterances through the inference path -------------------------------------
     def validation_step(self, batch: VocoderBatch, batch_idx: int) -> None:
         validate_vocoder(self, batch, batch_idx, self.mel, self.global_step, self.log_audio_items)
+        if not self.source_filter:  # the phase errors of whole utterances (logged whatever phase_weight)
+            with torch.no_grad():
+                self.phase_loss(self.model.frame_outputs(batch.mels).phase, batch, prefix="val")
         # the F0 and voicing the inference path decides, against the corpus's
         if self.source_filter and batch.pitch is not None:
             with torch.no_grad():

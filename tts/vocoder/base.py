@@ -10,6 +10,18 @@ from torch import nn
 from tts.audio import MelConfig
 
 
+def unit_log_mel(mel: torch.Tensor, mel_config: MelConfig) -> torch.Tensor:
+    """Raw log-mel [B, M, T] in [log_floor, 0] -> [-1, 1] (float32), the frame-rate vocoders' network input.
+    The scale is derived from the mel config, not learned: `unit_log_scale` maps any natural-log magnitude
+    (e.g. an STFT's) onto the same scale."""
+    return mel.float() / unit_log_scale(mel_config) + 1.0
+
+
+def unit_log_scale(mel_config: MelConfig) -> float:
+    """Half the log-mel range: log-values divided by it span [-2, 0] over [log_floor, 0]."""
+    return -mel_config.log_floor / 2
+
+
 @dataclass
 class WaveOutput:
     wave: torch.Tensor  # [B, N] float in -1..1, zero after each item's length

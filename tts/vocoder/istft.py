@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from tts.audio import MelConfig
-from tts.vocoder.base import Vocoder
+from tts.vocoder.base import Vocoder, unit_log_mel
 from tts.vocoder.render import StreamStep
 from tts.vocoder.stream import FrameStream
 
@@ -53,6 +53,25 @@ class ConvNeXtBlock(nn.Module):
         return x + y.transpose(1, 2)
 
 
+PHASE_HEADS = ("angle", "parallel")
+
+
+@dataclass
+class FrameOutputs:
+    """The network's per-frame prediction, [B, N/2 + 1, T] each: log-magnitude (unclipped) and phase in radians
+    (any real number for the `angle` head, (-pi, pi] for the `parallel` one). Training reads both (the phase
+    losses); inference their polar form."""
+
+    log_magnitude: torch.Tensor
+    phase: torch.Tensor
+
+
+@dataclass
+class IstftTrainOutput:
+    wave: torch.Tensor  # [B, T * hop], unclamped
+    frames: FrameOutputs  # the T frames the wave was rendered from
+
+
 @dataclass
 class FrameSpectra:
     """Complex spectra [B, N/2 + 1, n] of frames [first_frame, first_frame + n)."""
@@ -76,6 +95,7 @@ class IstftVocoder(Vocoder):
         n_blocks: int = 8,
         kernel_size: int = 7,
         fft_size: int = 1024,
+        phase_head: str = "angle",
     ) -> None:
         if not isinstance(mel_config, MelConfig):
             raise TypeError(f"mel_config must be a tts.audio.MelConfig, got {type(mel_config).__name__}")
@@ -85,6 +105,9 @@ class IstftVocoder(Vocoder):
             raise ValueError(f"kernel_size must be odd (centred convolutions), got {kernel_size}")
         if fft_size % (2 * hop):
             raise ValueError(f"fft_size {fft_size} must be a multiple of 2 x the mel hop {hop} (whole hops each side)")
+        if phase_head not in PHASE_HEADS:
+            raise ValueError(f"phase_head must be one of {', '.join(PHASE_HEADS)}, got {phase_head!r}")
+        self.phase_head = phase_head
         self.fft_size = int(fft_size)
         self.n_bins = self.fft_size // 2 + 1
         c = int(channels)
@@ -93,13 +116,15 @@ class IstftVocoder(Vocoder):
         self.blocks = nn.ModuleList(ConvNeXtBlock(c, int(hidden_channels), kernel_size, 1.0 / n_blocks)
                                     for _ in range(int(n_blocks)))
         self.norm_out = nn.LayerNorm(c)
-        self.head = nn.Linear(c, 2 * self.n_bins)  # log-magnitude, phase per bin
+        # Per bin: log-magnitude, then the phase as one angle (Vocos) or as the two parallel outputs (R, I) whose
+        # angle atan2(I, R) is the phase (APNet's parallel estimation: the output lies in (-pi, pi] by
+        # construction, so the anti-wrapping phase losses of the training recipe compare principal values).
+        self.head = nn.Linear(c, (2 if phase_head == "angle" else 3) * self.n_bins)
         # Mel frames each side that influence one frame's spectrum; frames each side of a sample's own frame
         # whose windows reach it (the overlap-add's context).
         self.receptive_frames = (kernel_size - 1) // 2 + sum(b.reach for b in self.blocks)
         self.context_frames = self.fft_size // (2 * hop)
         self.register_buffer("window", torch.hann_window(self.fft_size), persistent=False)
-        self.mel_offset = mel_config.log_floor / 2  # log-mel [log_floor, 0] -> [-1, 1], derived, not learned
 
     @property
     def lookahead_frames(self) -> int:
@@ -107,17 +132,27 @@ class IstftVocoder(Vocoder):
         return self.receptive_frames + self.context_frames
 
     # --- the network ------------------------------------------------------------------------------
-    def frame_spectra(self, mel: torch.Tensor, first_frame: int = 0) -> FrameSpectra:
-        """mel [B, M, T] -> complex spectra [B, N/2 + 1, T] (edges zero-padded inside the network)."""
-        x = self.conv_in((mel.float() - self.mel_offset) / -self.mel_offset)
+    def frame_outputs(self, mel: torch.Tensor) -> FrameOutputs:
+        """mel [B, M, T] -> log-magnitude and phase [B, N/2 + 1, T] (edges zero-padded inside the network)."""
+        x = self.conv_in(unit_log_mel(mel, self.mel_config))
         x = self.norm_in(x.transpose(1, 2)).transpose(1, 2)
         for block in self.blocks:
             x = block(x)
-        out = self.head(self.norm_out(x.transpose(1, 2))).transpose(1, 2)  # [B, 2 (N/2 + 1), T]
-        log_mag, phase = out[:, : self.n_bins], out[:, self.n_bins :]
-        mag = log_mag.clamp(max=LOG_MAG_MAX).exp()
-        # the phase is read as an angle (cos, sin): any real output is a valid phase, wrapping is free
-        return FrameSpectra(torch.polar(mag, phase), first_frame)
+        out = self.head(self.norm_out(x.transpose(1, 2))).transpose(1, 2)  # [B, (2 or 3) (N/2 + 1), T]
+        log_mag, rest = out[:, : self.n_bins], out[:, self.n_bins :]
+        if self.phase_head == "angle":
+            return FrameOutputs(log_mag, rest)  # read as an angle: any real output is a valid phase
+        real, imag = rest[:, : self.n_bins], rest[:, self.n_bins :]
+        return FrameOutputs(log_mag, torch.atan2(imag, real))
+
+    def frame_spectra(self, mel: torch.Tensor, first_frame: int = 0) -> FrameSpectra:
+        """mel [B, M, T] -> complex spectra [B, N/2 + 1, T] (edges zero-padded inside the network)."""
+        return self.spectra_of(self.frame_outputs(mel), first_frame)
+
+    @staticmethod
+    def spectra_of(frames: FrameOutputs, first_frame: int = 0) -> FrameSpectra:
+        mag = frames.log_magnitude.clamp(max=LOG_MAG_MAX).exp()
+        return FrameSpectra(torch.polar(mag, frames.phase), first_frame)
 
     # --- the inverse STFT, in absolute indices -------------------------------------------------------
     def render(self, frames: FrameSpectra, s0: int, s1: int, n_frames_total: int | None) -> torch.Tensor:
@@ -144,10 +179,16 @@ class IstftVocoder(Vocoder):
         return wave[:, a : a + s1 - s0] / envelope[a : a + s1 - s0].clamp_min(1e-8)
 
     # --- training and inference ---------------------------------------------------------------------
+    def train_outputs(self, mel: torch.Tensor) -> IstftTrainOutput:
+        """mel [B, M, T] of a segment, as if it were a whole utterance -> its wave [B, T * hop] (unclamped) and
+        the frames it was rendered from."""
+        t = mel.shape[-1]
+        frames = self.frame_outputs(mel)
+        return IstftTrainOutput(self.render(self.spectra_of(frames), 0, t * self.mel_config.hop_length, t), frames)
+
     def train_forward(self, mel: torch.Tensor) -> torch.Tensor:
         """mel [B, M, T] of a segment, as if it were a whole utterance -> wave [B, T * hop] (unclamped)."""
-        t = mel.shape[-1]
-        return self.render(self.frame_spectra(mel), 0, t * self.mel_config.hop_length, t)
+        return self.train_outputs(mel).wave
 
     def _generate(self, mel: torch.Tensor) -> torch.Tensor:
         return self.train_forward(mel).clamp(-1, 1)

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from tts.audio import MelConfig
-from tts.vocoder.base import Vocoder
+from tts.vocoder.base import Vocoder, unit_log_mel, unit_log_scale
 from tts.vocoder.dsp import F0Bins, RenderInput, Synthesis, render
 from tts.vocoder.render import StreamStep
 from tts.vocoder.stream import FrameStream
@@ -129,8 +129,6 @@ class SourceFilterVocoder(Vocoder):
         self.receptive_frames = (kernel_size - 1) // 2 + sum(b.reach for b in self.blocks)
         # The synthesis window, made once (render runs per chunk when streaming); not saved in checkpoints.
         self.register_buffer("synthesis_window", torch.hann_window(int(window)), persistent=False)
-        # Log-mel scale: [log_floor, 0] -> [-1, 1] (derived from the mel config, not learned).
-        self.mel_offset = mel_config.log_floor / 2
         self._init_head()
         self.correction = (MagnitudeCorrection(mel_config, int(correction_channels), int(correction_blocks),
                                                int(correction_fft)) if correction_channels else None)
@@ -153,8 +151,7 @@ class SourceFilterVocoder(Vocoder):
     # --- the network ------------------------------------------------------------------------------
     def frame_params(self, mel: torch.Tensor, first_frame: int = 0) -> FrameParams:
         """mel [B, M, T] -> FrameParams for the same frames (edges zero-padded inside the network)."""
-        x = (mel.float() - self.mel_offset) / -self.mel_offset
-        x = self.conv_in(x)
+        x = self.conv_in(unit_log_mel(mel, self.mel_config))
         for block in self.blocks:
             x = block(x)
         out = self.head(nn.functional.leaky_relu(x, 0.1))  # [B, n_bins + 1 + Lh + Ln, T]
@@ -238,7 +235,7 @@ class MagnitudeCorrection(nn.Module):
         nn.init.zeros_(self.head.weight)  # gain 1 everywhere: the identity at the start of training
         nn.init.zeros_(self.head.bias)
         self.register_buffer("window", torch.hann_window(fft_size), persistent=False)
-        self.mel_offset = mel_config.log_floor / 2
+        self.mel_config = mel_config
 
     def forward(self, wave: torch.Tensor, mel: torch.Tensor) -> torch.Tensor:
         n = wave.shape[-1]
@@ -246,8 +243,8 @@ class MagnitudeCorrection(nn.Module):
                           return_complex=True)  # [B, N/2 + 1, T + 1]
         frames = spec.shape[-1]
         mel = nn.functional.pad(mel.float(), (0, frames - mel.shape[-1]), mode="replicate")  # frame T: the last mel's
-        x = torch.cat([(mel - self.mel_offset) / -self.mel_offset,
-                       spec.abs().clamp_min(1e-5).log() / -self.mel_offset], dim=1)
+        x = torch.cat([unit_log_mel(mel, self.mel_config),
+                       spec.abs().clamp_min(1e-5).log() / unit_log_scale(self.mel_config)], dim=1)
         x = self.conv_in(x)
         for block in self.blocks:
             x = block(x)
