@@ -24,7 +24,7 @@ import hydra
 import lightning.pytorch as pl
 import torch
 from hydra.utils import instantiate
-from lightning.pytorch.callbacks import LearningRateMonitor
+from lightning.pytorch.callbacks import EMAWeightAveraging, LearningRateMonitor
 from omegaconf import DictConfig, OmegaConf
 
 from recipes.train import log_every_n_steps, progress_bar, tensorboard, use_job_dir
@@ -141,6 +141,10 @@ def _finish_build(cfg: DictConfig, module: pl.LightningModule, datamodule: Vocod
         LearningRateMonitor(logging_interval="step"),
         RunSummary(exp_dir, monitor="val/mel_l1"),
     ]
+    if cfg.get("ema_decay") is not None:
+        # The checkpoints' weights (and validation's) are the moving average; the raw weights travel in the
+        # checkpoint's current_model_state, so a resumed run goes on from both.
+        callbacks.append(EMAWeightAveraging(decay=float(cfg.ema_decay), use_buffers=True))
     strategy = {}
     if gan and cfg.trainer.get("strategy") == "ddp":
         # Each backward (D step, then G step) reaches only part of the parameters: plain DDP would

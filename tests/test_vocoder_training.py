@@ -212,3 +212,34 @@ def test_multi_resolution_stft_loss(fixture_corpus: Path, mel_config: MelConfig)
     assert torch.isfinite(y_hat.grad).all() and y_hat.grad.abs().sum() > 0
     with pytest.raises(ValueError, match="same length"):
         MultiResolutionSTFTLoss(fft_sizes=(512,), hop_sizes=(50, 100), win_lengths=(240,))
+
+
+def test_weight_average_checkpoints_hold_the_average_and_resume_both(fixture_corpus: Path, tmp_path: Path,
+                                                                      restore_threads: None):
+    """ema_decay: the checkpoint's weights (what tts.checkpoint.load and validation see) are the moving
+    average, the raw ones travel beside them, and a resumed run goes on from both."""
+    from recipes.train_vocoder import train
+
+    def cfg(*extra: str):
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            return compose("train_vocoder", overrides=[
+                "vocoder=source_filter", "vocoder_debug=tiny", f"data.root={fixture_corpus}", f"exp_dir={tmp_path}",
+                "name=test_ema", "vocoder.hidden_channels=16", "checkpoint_every_n_steps=2",
+                "trainer.val_check_interval=2", "ema_decay=0.5", *extra])
+
+    train(cfg("trainer.max_steps=2"))
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    raw = checkpoint.read_raw(last)
+    average, current = raw["state_dict"], raw["current_model_state"]
+    key = "model.head.weight"
+    assert not torch.equal(average[key], current[key])
+    loaded = checkpoint.load(last).model.state_dict()
+    assert torch.equal(loaded["head.weight"], average[key].to(loaded["head.weight"].dtype))
+    trainer = train(cfg("trainer.max_steps=3", "ckpt_path=last", "checkpoint_every_n_steps=1"))
+    assert trainer.global_step == 3
+    again = checkpoint.read_raw(last)
+    assert again["global_step"] == 3
+    # one more update from the restored average: average' = 0.5 average + 0.5 current'
+    moved = again["current_model_state"][key]
+    assert not torch.equal(moved, current[key])
+    assert torch.allclose(again["state_dict"][key], 0.5 * average[key] + 0.5 * moved, atol=1e-6)
