@@ -69,6 +69,28 @@ def test_render_is_torch_istft(vocoder: IstftVocoder):
             vocoder.render(frames.crop(11, 20), 11 * 256, 17 * 256, 37)  # frame 10 reaches 11 * 256
 
 
+def test_the_shared_stft_pair_is_torchs_in_both_array_libraries():
+    """tts.vocoder.render.stft / inverse_stft (the one STFT pair of the iSTFT vocoder and the magnitude
+    correction, numpy for the ONNX engine) equal torch.stft(center=True, constant padding) / torch.istft."""
+    import numpy as np
+
+    from tts.vocoder.dsp import TORCH
+    from tts.vocoder.render import NUMPY, hann_window, inverse_stft, stft
+
+    torch.manual_seed(0)
+    wave, window = torch.randn(2, 37 * 256), torch.hann_window(1024)
+    ref = torch.stft(wave, 1024, 256, window=window, center=True, pad_mode="constant", return_complex=True)
+    assert torch.allclose(stft(wave, 256, window, TORCH), ref, atol=1e-4)
+    assert np.abs(stft(wave.numpy(), 256, hann_window(1024), NUMPY) - ref.numpy()).max() < 1e-3
+    back = torch.istft(ref, 1024, 256, window=window, center=True, length=37 * 256)
+    assert (back - wave).abs().max() < 1e-5
+    assert (inverse_stft(ref, 0, 0, 37 * 256, 38, 256, window, TORCH) - back).abs().max() < 1e-5
+    part = inverse_stft(ref.numpy()[..., 8:22], 8, 11 * 256 + 5, 17 * 256 + 3, 38, 256, hann_window(1024), NUMPY)
+    assert np.abs(part - back.numpy()[:, 11 * 256 + 5 : 17 * 256 + 3]).max() < 1e-5
+    with pytest.raises(ValueError, match="need frames"):
+        inverse_stft(ref.numpy()[..., 11:22], 11, 11 * 256, 17 * 256, 38, 256, hann_window(1024), NUMPY)  # frame 10 reaches it
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 50, 400])
 def test_streamed_chunks_equal_whole_utterance(vocoder: IstftVocoder, chunk: int):
     check_frame_stream(vocoder, chunk, STREAM_ATOL)

@@ -11,9 +11,9 @@ inverse FFT does it), so it stays cheap.
 
 Conventions (mel hop H, STFT size N = `fft_size`, a multiple of 2 H):
 - mel frame t's spectrum is the windowed segment centred on sample t * H (torch.stft center=True, as the mel);
-- the wave is the weighted overlap-add of the inverse FFTs of frames [0, T), each times the Hann window,
-  divided by the sum of squared windows of the frames PRESENT at each sample (torch.istft's rule), so the
-  utterance edges need no padding frames;
+- the wave is tts.vocoder.render.inverse_stft of the frames (the one STFT pair, torch or numpy): the weighted
+  overlap-add of frames [0, T) divided by the sum of squared windows of the frames PRESENT at each sample
+  (torch.istft's rule), so the utterance edges need no padding frames;
 - everything is in absolute sample and frame indices: `render(spectra of frames [f, f + n), s0, s1)` gives
   the same samples whole or in chunks, which is what `stream()` relies on.
 """
@@ -28,7 +28,8 @@ from torch import nn
 
 from tts.audio import MelConfig
 from tts.vocoder.base import Vocoder, unit_log_mel
-from tts.vocoder.render import StreamStep
+from tts.vocoder.dsp import TORCH
+from tts.vocoder.render import StreamStep, inverse_stft
 from tts.vocoder.stream import FrameStream
 
 LOG_MAG_MAX = math.log(100.0)  # Vocos clips the magnitude at 1e2: an early huge output cannot blow up the wave
@@ -156,27 +157,11 @@ class IstftVocoder(Vocoder):
 
     # --- the inverse STFT, in absolute indices -------------------------------------------------------
     def render(self, frames: FrameSpectra, s0: int, s1: int, n_frames_total: int | None) -> torch.Tensor:
-        """Samples [s0, s1) of the overlap-add of the frames held (absolute indices) -> [B, s1 - s0].
-
-        Every frame whose window reaches [s0, s1) and lies in [0, n_frames_total) must be held
-        (n_frames_total None: the utterance's end is not known yet, every such frame must be held)."""
-        hop, n, half = self.mel_config.hop_length, self.fft_size, self.fft_size // 2
-        j0 = max(0, -((half - 1 - s0) // hop))  # first frame with j * hop + half > s0
-        j1 = (s1 - 1 + half) // hop  # last frame with j * hop - half <= s1 - 1
-        if n_frames_total is not None:
-            j1 = min(j1, n_frames_total - 1)
-        have0, have1 = frames.first_frame, frames.first_frame + frames.spectra.shape[-1] - 1
-        if j0 < have0 or j1 > have1:
-            raise ValueError(f"samples {s0}..{s1} need frames {j0}..{j1}, have {have0}..{have1}")
-        spec = frames.spectra[..., j0 - have0 : j1 - have0 + 1]  # [B, N/2 + 1, k]
-        k = spec.shape[-1]
-        segments = torch.fft.irfft(spec, n=n, dim=1) * self.window[:, None]  # [B, N, k]
-        length = (k - 1) * hop + n  # samples [j0 hop - half, j1 hop + half)
-        fold = dict(output_size=(1, length), kernel_size=(1, n), stride=(1, hop))
-        wave = nn.functional.fold(segments, **fold)[:, 0, 0]  # [B, length]
-        envelope = nn.functional.fold((self.window**2)[None, :, None].expand(1, n, k), **fold)[0, 0, 0]
-        a = s0 - (j0 * hop - half)
-        return wave[:, a : a + s1 - s0] / envelope[a : a + s1 - s0].clamp_min(1e-8)
+        """Samples [s0, s1) of the overlap-add of the frames held (absolute indices) -> [B, s1 - s0]
+        (tts.vocoder.render.inverse_stft: every frame whose window reaches [s0, s1) and lies in
+        [0, n_frames_total) must be held; n_frames_total None: the utterance's end is not known yet)."""
+        return inverse_stft(frames.spectra, frames.first_frame, s0, s1, n_frames_total,
+                            self.mel_config.hop_length, self.window, TORCH)
 
     # --- training and inference ---------------------------------------------------------------------
     def train_outputs(self, mel: torch.Tensor) -> IstftTrainOutput:

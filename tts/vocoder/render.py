@@ -246,6 +246,57 @@ def xp(x: Any):
     return torch
 
 
+def overlap_add(frames: Any, hop: int, ops: ArrayOps = NUMPY) -> Any:
+    """Segments [B, J, W] (windowed already), segment j starting at sample j * hop, W a multiple of hop ->
+    their sum [B, (J + q - 1) * hop], q = W / hop: segment j covers hop-blocks j .. j + q - 1, so the sum is q
+    shifted adds of blocks (much cheaper than a fold on CPU)."""
+    b, n_j, w = frames.shape
+    if w % hop:
+        raise ValueError(f"segment length {w} must be a multiple of the hop {hop}")
+    q = w // hop
+    blocks = frames.reshape(b, n_j, q, hop)
+    out = ops.zeros((b, n_j + q - 1, hop), blocks)
+    for k in range(q):
+        out[:, k : k + n_j] += blocks[:, :, k]
+    return out.reshape(b, -1)
+
+
+def stft(wave: Any, hop: int, window: Any, ops: ArrayOps = NUMPY) -> Any:
+    """wave [B, S] -> complex spectra [B, N/2 + 1, S // hop + 1] (N = len(window)): frame t's window centred on
+    sample t * hop, silence outside the wave (== torch.stft(center=True, pad_mode="constant"))."""
+    n = window.shape[0]
+    b, length = wave.shape
+    padded = ops.zeros((b, length + n), wave)
+    padded[:, n // 2 : n // 2 + length] = wave
+    frames = ops.frames(padded, n, hop)[:, : length // hop + 1]  # [B, F, N]
+    return ops.rfft(frames * window, n).swapaxes(-1, -2)
+
+
+def inverse_stft(spectra: Any, first_frame: int, s0: int, s1: int, n_frames_total: int | None, hop: int,
+                 window: Any, ops: ArrayOps = NUMPY) -> Any:
+    """Samples [s0, s1) of the inverse STFT of complex spectra [B, N/2 + 1, F] of frames [first_frame,
+    first_frame + F), frame t's window (N = len(window)) centred on sample t * hop: the weighted overlap-add
+    divided by the sum of the squared windows of the frames PRESENT at each sample (torch.istft's rule,
+    center=True), so the utterance edges need no padding frames.  Every frame whose window reaches [s0, s1)
+    and lies in [0, n_frames_total) must be held (n_frames_total None: the utterance's end is not known yet,
+    every such frame must be held).  In absolute indices: any range, whole or in chunks, gives the same samples."""
+    n = window.shape[0]
+    half = n // 2
+    j0 = max(0, -((half - 1 - s0) // hop))  # first frame with j * hop + half > s0
+    j1 = (s1 - 1 + half) // hop  # last frame with j * hop - half <= s1 - 1
+    if n_frames_total is not None:
+        j1 = min(j1, n_frames_total - 1)
+    have0, have1 = first_frame, first_frame + spectra.shape[-1] - 1
+    if j0 < have0 or j1 > have1:
+        raise ValueError(f"samples {s0}..{s1} need frames {j0}..{j1}, have {have0}..{have1}")
+    spec = spectra[..., j0 - have0 : j1 - have0 + 1].swapaxes(-1, -2)  # [B, k, N/2 + 1]
+    k = spec.shape[1]
+    wave = overlap_add(ops.irfft(spec, n) * window, hop, ops)  # [B, (k - 1) hop + N] from j0 hop - half
+    envelope = overlap_add(ops.zeros((1, k, n), window) + window**2, hop, ops)[0]
+    a = s0 - (j0 * hop - half)
+    return wave[:, a : a + s1 - s0] / ops.clip(envelope[a : a + s1 - s0], 1e-8, None)
+
+
 def render(inp: RenderInput, s0: int, s1: int, phase0: Any, n_frames_total: int | None, syn: Synthesis,
            window: Any, phase_at: int | None = None, ops: ArrayOps = NUMPY) -> tuple[Any, Any]:
     """Samples [s0, s1) (multiples of h) of the utterance -> (wave [B, s1 - s0], phase at `phase_at`).
@@ -297,14 +348,7 @@ def render(inp: RenderInput, s0: int, s1: int, phase0: Any, n_frames_total: int 
     resp_n = m.exp(log_response(inp.noise_cepstrum).real)
     filtered = spectra[:, 0] * resp_h + spectra[:, 1] * resp_n  # [B, J, W/2+1]
     frames = ops.irfft(filtered, w_len) * window  # [B, J, W]
-    # Overlap-add: frame j covers blocks j .. j + q - 1 of h samples (q = W / h) counted from e0; the
-    # result spans [e0, e1).  q shifted adds, much cheaper than a fold on CPU.
-    q = w_len // h
-    blocks = frames.reshape(b, n_j, q, h)
-    wave = ops.zeros((b, n_j + q - 1, h), blocks)
-    for k in range(q):
-        wave[:, k : k + n_j] += blocks[:, :, k]
-    wave = wave.reshape(b, -1)
+    wave = overlap_add(frames, h, ops)  # [B, (J + q - 1) h] from e0: spans [e0, e1)
     # Every sample of [s0, s1) is covered by all q frames around it, whose squared windows sum to the
     # constant sum(w^2) / h (periodic Hann, q >= 4): divide by it (torch.istft's envelope, interior).
     wave = wave * (h / (window**2).sum())

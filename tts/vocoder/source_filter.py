@@ -39,8 +39,8 @@ from torch import nn
 
 from tts.audio import MelConfig
 from tts.vocoder.base import Vocoder, unit_log_mel, unit_log_scale
-from tts.vocoder.dsp import F0Bins, RenderInput, Synthesis, render
-from tts.vocoder.render import StreamStep
+from tts.vocoder.dsp import TORCH, F0Bins, RenderInput, Synthesis, render
+from tts.vocoder.render import StreamStep, inverse_stft, stft
 from tts.vocoder.stream import FrameStream
 
 
@@ -239,8 +239,7 @@ class MagnitudeCorrection(nn.Module):
 
     def forward(self, wave: torch.Tensor, mel: torch.Tensor) -> torch.Tensor:
         n = wave.shape[-1]
-        spec = torch.stft(wave.float(), self.fft_size, self.hop, window=self.window, center=True, pad_mode="constant",
-                          return_complex=True)  # [B, N/2 + 1, T + 1]
+        spec = stft(wave.float(), self.hop, self.window, TORCH)  # [B, N/2 + 1, T + 1], silence outside
         frames = spec.shape[-1]
         mel = nn.functional.pad(mel.float(), (0, frames - mel.shape[-1]), mode="replicate")  # frame T: the last mel's
         x = torch.cat([unit_log_mel(mel, self.mel_config),
@@ -249,7 +248,7 @@ class MagnitudeCorrection(nn.Module):
         for block in self.blocks:
             x = block(x)
         gain = self.head(self.norm(x.transpose(1, 2))).transpose(1, 2)  # [B, N/2 + 1, T + 1] log-gain
-        return torch.istft(spec * gain.exp(), self.fft_size, self.hop, window=self.window, center=True, length=n)
+        return inverse_stft(spec * gain.exp(), 0, 0, n, frames, self.hop, self.window, TORCH)
 
 
 class SourceFilterStream(FrameStream):
