@@ -7,6 +7,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from tests.helpers import check_frame_stream
 from tts import checkpoint
 from tts.audio import MelConfig, MelSpectrogram, load_wav
 from tts.paths import CONF_DIR
@@ -59,13 +60,25 @@ def test_every_parameter_gets_a_gradient(mel_config: MelConfig, real_wav: Path):
     assert not [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
 
 
-def test_whole_utterances_only_stream_and_export_refuse(mel_config: MelConfig, tmp_path: Path):
+@pytest.mark.parametrize("chunk", [1, 7, 50, 400])
+def test_the_corrected_vocoder_streams_as_it_synthesises(mel_config: MelConfig, chunk: int):
+    """CorrectedStream: the plain stream's raw wave, then the correction over the frames it covers, equals the
+    whole-utterance synthesis, returns all but its lookahead at once, and holds a bounded window."""
+    torch.manual_seed(0)
+    model = SourceFilterVocoder(mel_config, **SMALL).eval()
+    with torch.no_grad():  # a correction that is not the identity, and loud (the fresh filters are quiet)
+        model.correction.head.weight.normal_(0, 0.05)
+        model.correction.head.bias.normal_(3.0, 0.2)
+    assert model(torch.randn(1, 80, 40) - 5.0).wave.abs().max() > 0.05
+    c = model.correction
+    # the second stage holds mel from its oldest needed frame: its reach and context behind, plus its lookahead
+    check_frame_stream(model, chunk, 1e-5, held_frames=model.lookahead_frames + c.receptive_frames + c.context_frames + 1)
+
+
+def test_the_export_refuses_the_corrected_vocoder(mel_config: MelConfig, tmp_path: Path):
     from tts.export import export
 
     model = SourceFilterVocoder(mel_config, **SMALL).eval()
-    assert not model.streams and SourceFilterVocoder(mel_config, hidden_channels=32).streams
-    with pytest.raises(NotImplementedError, match="whole utterances only"):
-        model.stream()
     path = tmp_path / "corrected.pt"
     checkpoint.save(path, model, vocoder_meta(config_node("source_filter") | SMALL, mel_config))
     loaded = load_vocoder(path, mel_config=mel_config)
@@ -99,7 +112,7 @@ def test_fine_tuned_from_a_plain_vocoder(fixture_corpus: Path, tmp_path: Path, m
         torch.set_num_threads(n)
     assert trainer.global_step == 3
     vocoder = load_vocoder(tmp_path / "run" / "checkpoints" / "last.ckpt", mel_config=mel_config)
-    assert vocoder.correction is not None and not vocoder.streams
+    assert vocoder.correction is not None
     info = checkpoint.read_raw(tmp_path / "run" / "checkpoints" / "last.ckpt")["tts"]["info"]
     assert info["init_from"] == str(plain)  # the provenance of a fine-tuned vocoder
     out = vocoder(torch.randn(1, 80, 30) - 5.0)

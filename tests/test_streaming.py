@@ -50,6 +50,35 @@ def block_ckpt(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def corrected_vocoder(tmp_path_factory) -> Path:
+    """The shipped source-filter vocoder with a magnitude correction that is not the identity, as a checkpoint."""
+    from tts.vocoder.registry import build_vocoder, vocoder_meta
+
+    node = checkpoint.read_raw(SOURCE_FILTER)["tts"]["model_config"] | {"correction_channels": 16,
+                                                                          "correction_blocks": 2}
+    model = build_vocoder(node, MelConfig.default())
+    missing = model.load_state_dict(load_vocoder(str(SOURCE_FILTER), MelConfig.default()).state_dict(), strict=False)
+    assert missing.missing_keys and all(k.startswith("correction.") for k in missing.missing_keys)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        model.correction.head.weight.normal_(0, 0.02)
+        model.correction.head.bias.normal_(0, 0.3)
+    path = tmp_path_factory.mktemp("vocoder") / "corrected.pt"
+    checkpoint.save(path, model, vocoder_meta(node, MelConfig.default()))
+    return path
+
+
+def test_the_magnitude_corrected_vocoder_streams_end_to_end(block_ckpt: Path, corrected_vocoder: Path):
+    s = synth(block_ckpt, str(corrected_vocoder))
+    assert s.engine.capabilities.streaming
+    c = s.controls(seed=3, block_frames=8)
+    whole = s.synthesize(TEXT, c)
+    streamed = np.concatenate(list(s.stream_utterance(s.utterance(TEXT, c))))
+    assert streamed.shape == whole.wave.shape and np.abs(whole.wave).max() > 0.01
+    assert np.abs(streamed - whole.wave).max() <= STREAM_TOLERANCE
+
+
 def synth(path: Path, vocoder: str) -> Pipeline:
     return Pipeline(TorchEngine(checkpoint.load(path), load_vocoder(vocoder, MelConfig.default())))
 

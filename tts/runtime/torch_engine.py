@@ -59,7 +59,7 @@ class TorchEngine(TextEncoding):
         spec = self.model.inference_spec()  # what the model declares it takes, and its own defaults
         self.capabilities = Capabilities(
             controls=spec.controls, block_mode=spec.block_mode, autoregressive=spec.autoregressive,
-            streaming=hasattr(self.model, "stream_mels") and getattr(vocoder, "streams", hasattr(vocoder, "stream")),
+            streaming=hasattr(self.model, "stream_mels") and hasattr(vocoder, "stream"),
             forced_lengths=True)
         self.defaults = Controls(**spec.defaults)
         self.item_noise_seeds = spec.item_noise_seeds  # the model's infer takes noise_seeds (one per item)

@@ -264,11 +264,22 @@ def overlap_add(frames: Any, hop: int, ops: ArrayOps = NUMPY) -> Any:
 def stft(wave: Any, hop: int, window: Any, ops: ArrayOps = NUMPY) -> Any:
     """wave [B, S] -> complex spectra [B, N/2 + 1, S // hop + 1] (N = len(window)): frame t's window centred on
     sample t * hop, silence outside the wave (== torch.stft(center=True, pad_mode="constant"))."""
-    n = window.shape[0]
+    return stft_frames(wave, 0, 0, wave.shape[-1] // hop + 1, hop, window, ops)
+
+
+def stft_frames(wave: Any, wave_start: int, f0: int, f1: int, hop: int, window: Any, ops: ArrayOps = NUMPY) -> Any:
+    """Spectra [B, N/2 + 1, f1 - f0] of frames [f0, f1) (frame t's window centred on sample t * hop) of the
+    samples [wave_start, wave_start + S) held in wave [B, S]; samples outside them are silence (before the
+    utterance, after its end), so a stream gets the whole utterance's frames as long as it holds every sample
+    of the utterance that their windows reach."""
+    n, half = window.shape[0], window.shape[0] // 2
+    lo, hi = f0 * hop - half, (f1 - 1) * hop + half  # the samples the frames read
     b, length = wave.shape
-    padded = ops.zeros((b, length + n), wave)
-    padded[:, n // 2 : n // 2 + length] = wave
-    frames = ops.frames(padded, n, hop)[:, : length // hop + 1]  # [B, F, N]
+    padded = ops.zeros((b, hi - lo), wave)
+    a0, a1 = max(lo, wave_start), min(hi, wave_start + length)
+    if a1 > a0:
+        padded[:, a0 - lo : a1 - lo] = wave[:, a0 - wave_start : a1 - wave_start]
+    frames = ops.frames(padded, n, hop)  # [B, f1 - f0, N]
     return ops.rfft(frames * window, n).swapaxes(-1, -2)
 
 

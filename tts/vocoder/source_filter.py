@@ -20,8 +20,8 @@ draw is in the magnitude, and the rendered phase is good. So a small ConvNeXt
 (tts.vocoder.istft.ConvNeXtBlock) reads each frame's mel and the rendered wave's log-magnitude (STFT of
 `correction_fft`, the mel's hop, frames centred on the mel frames) and predicts a per-bin log-gain; the wave
 is the inverse STFT of the rendered spectrum times the gain (the rendered phase kept). Its head starts at
-zero: an exact identity, so training starts at the plain vocoder's quality. Whole utterances only for now:
-`stream()` refuses it (no chunked STFT stage yet), and the ONNX export takes the plain vocoder only.
+zero: an exact identity, so training starts at the plain vocoder's quality. It streams (`CorrectedStream`: a
+second stage over the rendered wave's frames); the ONNX export takes the plain vocoder only for now.
 
 Streaming.  `stream()` returns a `SourceFilterStream` that takes mel chunks and returns audio as soon
 as it is determined: it lags the input by `lookahead_frames` (the network's receptive half-width plus
@@ -40,7 +40,7 @@ from torch import nn
 from tts.audio import MelConfig
 from tts.vocoder.base import Vocoder, unit_log_mel, unit_log_scale
 from tts.vocoder.dsp import TORCH, F0Bins, RenderInput, Synthesis, render
-from tts.vocoder.render import StreamStep, inverse_stft, stft
+from tts.vocoder.render import StreamStep, StreamWindow, inverse_stft, stft, stft_frames
 from tts.vocoder.stream import FrameStream
 
 
@@ -145,8 +145,12 @@ class SourceFilterVocoder(Vocoder):
 
     @property
     def lookahead_frames(self) -> int:
-        """Mel frames a stream must have received beyond the audio it returns."""
-        return self.receptive_frames + self.synthesis.context_frames
+        """Mel frames a stream must have received beyond the audio it returns.  With the correction (context
+        c, reach R): its frame j reads rendered samples before (j + c) * hop, its gain frames to j + R, and a
+        sample of frame f needs the gains of frames to f + c: (c - 1) + R + c frames beyond the plain stream."""
+        plain = self.receptive_frames + self.synthesis.context_frames
+        c = self.correction
+        return plain if c is None else plain + c.receptive_frames + 2 * c.context_frames - 1
 
     # --- the network ------------------------------------------------------------------------------
     def frame_params(self, mel: torch.Tensor, first_frame: int = 0) -> FrameParams:
@@ -203,16 +207,8 @@ class SourceFilterVocoder(Vocoder):
     def _generate(self, mel: torch.Tensor) -> torch.Tensor:
         return self.synthesize(mel)
 
-    @property
-    def streams(self) -> bool:
-        """Whether `stream()` works (the magnitude correction has no chunked STFT stage yet)."""
-        return self.correction is None
-
-    def stream(self) -> "SourceFilterStream":
-        if not self.streams:
-            raise NotImplementedError("the magnitude-corrected source-filter vocoder synthesises whole utterances "
-                                      "only (no streaming yet): stream with the plain source-filter vocoder")
-        return SourceFilterStream(self)
+    def stream(self) -> "SourceFilterStream | CorrectedStream":
+        return SourceFilterStream(self) if self.correction is None else CorrectedStream(self)
 
 
 class MagnitudeCorrection(nn.Module):
@@ -237,26 +233,40 @@ class MagnitudeCorrection(nn.Module):
         self.register_buffer("window", torch.hann_window(fft_size), persistent=False)
         self.mel_config = mel_config
 
-    def forward(self, wave: torch.Tensor, mel: torch.Tensor) -> torch.Tensor:
-        n = wave.shape[-1]
-        spec = stft(wave.float(), self.hop, self.window, TORCH)  # [B, N/2 + 1, T + 1], silence outside
-        frames = spec.shape[-1]
-        mel = nn.functional.pad(mel.float(), (0, frames - mel.shape[-1]), mode="replicate")  # frame T: the last mel's
+    @property
+    def receptive_frames(self) -> int:
+        """Frames each side of a frame whose spectrum and mel its gain reads (conv_in and the blocks)."""
+        return 3 + sum(b.reach for b in self.blocks)
+
+    @property
+    def context_frames(self) -> int:
+        """Frames each side of a sample's own frame whose windows reach it."""
+        return self.fft_size // (2 * self.hop)
+
+    def gains(self, mel: torch.Tensor, spec: torch.Tensor) -> torch.Tensor:
+        """mel [B, M, F] and the rendered wave's spectra [B, N/2 + 1, F] of the same frames -> log-gains
+        [B, N/2 + 1, F] (edges zero-padded inside the network)."""
         x = torch.cat([unit_log_mel(mel, self.mel_config),
                        spec.abs().clamp_min(1e-5).log() / unit_log_scale(self.mel_config)], dim=1)
         x = self.conv_in(x)
         for block in self.blocks:
             x = block(x)
-        gain = self.head(self.norm(x.transpose(1, 2))).transpose(1, 2)  # [B, N/2 + 1, T + 1] log-gain
-        return inverse_stft(spec * gain.exp(), 0, 0, n, frames, self.hop, self.window, TORCH)
+        return self.head(self.norm(x.transpose(1, 2))).transpose(1, 2)
+
+    def forward(self, wave: torch.Tensor, mel: torch.Tensor) -> torch.Tensor:
+        n = wave.shape[-1]
+        spec = stft(wave.float(), self.hop, self.window, TORCH)  # [B, N/2 + 1, T + 1], silence outside
+        frames = spec.shape[-1]
+        mel = nn.functional.pad(mel.float(), (0, frames - mel.shape[-1]), mode="replicate")  # frame T: the last mel's
+        return inverse_stft(spec * self.gains(mel, spec).exp(), 0, 0, n, frames, self.hop, self.window, TORCH)
 
 
 class SourceFilterStream(FrameStream):
     """Incremental synthesis (tts.vocoder.stream.FrameStream) that also carries the oscillator phase; the
     network is re-run over the held window for each chunk (its outputs are exact away from the cut edges)."""
 
-    def __init__(self, vocoder: SourceFilterVocoder) -> None:
-        super().__init__(vocoder, vocoder.synthesis.context_frames)
+    def __init__(self, vocoder: SourceFilterVocoder, clamp: bool = True) -> None:
+        super().__init__(vocoder, vocoder.synthesis.context_frames, clamp)
         self.phase: torch.Tensor | None = None  # [B] float64 at sample done * hop - margin
 
     def render_step(self, step: StreamStep, final: bool) -> torch.Tensor:
@@ -272,3 +282,65 @@ class SourceFilterStream(FrameStream):
         if phase is not None:
             self.phase = phase
         return wave
+
+
+class CorrectedStream:
+    """The magnitude-corrected vocoder streamed: the plain source-filter stream renders the wave (exact,
+    unclamped), and a second stage runs the correction over the frames whose windows that wave already covers,
+    emitting the samples whose every frame has its gain from a whole receptive field (the same StreamWindow
+    bookkeeping as the first stage).  Frame T, one past the last mel frame (the whole-utterance STFT has T + 1
+    frames), reads the last mel frame, as `MagnitudeCorrection.forward`.  Equals `synthesize` to float rounding
+    (tests/test_sf_correction.py)."""
+
+    def __init__(self, vocoder: SourceFilterVocoder) -> None:
+        assert vocoder.correction is not None
+        self.vocoder, self.correction = vocoder, vocoder.correction
+        self.source = SourceFilterStream(vocoder, clamp=False)
+        self.frames = StreamWindow(self.correction.receptive_frames, self.correction.context_frames)
+        self.mel: torch.Tensor | None = None  # [B, M, n]: mel frames [frames.mel_start, mel_received)
+        self.mel_received = 0
+        self.wave: torch.Tensor | None = None  # [B, S]: rendered samples [wave_start, wave_start + S)
+        self.wave_start = 0
+        self.finished = False
+
+    @torch.inference_mode()
+    def push(self, mel: torch.Tensor) -> torch.Tensor:
+        if self.finished:
+            raise RuntimeError("stream already finished")
+        rendered = self.source.push(mel)  # checks the shape
+        self.mel = mel.float() if self.mel is None else torch.cat([self.mel, mel.float()], dim=-1)
+        self.mel_received += mel.shape[-1]
+        self.wave = rendered if self.wave is None else torch.cat([self.wave, rendered], dim=-1)
+        return self._emit(final=False)
+
+    @torch.inference_mode()
+    def finish(self) -> torch.Tensor:
+        if self.finished:
+            raise RuntimeError("stream already finished")
+        self.finished = True
+        rendered = self.source.finish()
+        if self.mel is None:
+            return torch.zeros(1, 0)
+        self.wave = torch.cat([self.wave, rendered], dim=-1)
+        return self._emit(final=True)
+
+    def _emit(self, final: bool) -> torch.Tensor:
+        assert self.mel is not None and self.wave is not None
+        c, w = self.correction, self.frames
+        hop, half, t = c.hop, c.fft_size // 2, self.mel_received
+        rendered_end = self.wave_start + self.wave.shape[-1]
+        # frames whose spectrum (samples through j * hop + half) and mel are held; at the end, frame T too
+        w.received = t + 1 if final else max(0, min(t, (rendered_end - half) // hop + 1))
+        step = w.step(final)
+        if step is None:
+            return self.wave.new_zeros(self.wave.shape[0], 0)
+        a, b = w.mel_start, w.received
+        mel = self.mel[..., : b - a] if not final else nn.functional.pad(self.mel, (0, 1), mode="replicate")
+        spec = stft_frames(self.wave, self.wave_start, a, b, hop, c.window, TORCH)  # [B, N/2 + 1, b - a]
+        spectra = (spec * c.gains(mel, spec).exp())[..., step.need_from - a : step.valid_end - a]
+        s0, s1 = w.done * hop, min(step.target, t) * hop
+        out = inverse_stft(spectra, step.need_from, s0, s1, b if final else None, hop, c.window, TORCH)
+        self.mel = self.mel[..., w.advance(step):]
+        keep = max(self.wave_start, w.mel_start * hop - half)  # the first sample the next step's frames read
+        self.wave, self.wave_start = self.wave[:, keep - self.wave_start :], keep
+        return out.clamp(-1, 1)

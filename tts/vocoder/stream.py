@@ -18,8 +18,9 @@ class FrameStream:
     """`push(mel_chunk)` -> new audio (possibly empty), `finish()` -> the rest; equals the vocoder's whole-utterance
     synthesis of the concatenated mel to float rounding (each vocoder's tests state the tolerance)."""
 
-    def __init__(self, vocoder, context: int) -> None:
+    def __init__(self, vocoder, context: int, clamp: bool = True) -> None:
         self.vocoder = vocoder
+        self.clamp = clamp  # False: the raw wave, for a later stage that clamps (the magnitude correction)
         self.frames = StreamWindow(vocoder.receptive_frames, context)
         self.mel: torch.Tensor | None = None  # [B, M, n] frames [frames.mel_start, frames.received)
         self.finished = False
@@ -51,7 +52,7 @@ class FrameStream:
             return self.mel.new_zeros(self.mel.shape[0], 0)
         wave = self.render_step(step, final)
         self.mel = self.mel[..., self.frames.advance(step):]
-        return wave.clamp(-1, 1)
+        return wave.clamp(-1, 1) if self.clamp else wave
 
     def render_step(self, step: StreamStep, final: bool) -> torch.Tensor:
         """Samples [frames.done * hop, step.target * hop) from the held mel -> [B, n]."""
