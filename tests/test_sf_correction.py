@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -10,7 +11,7 @@ from omegaconf import OmegaConf
 from tests.helpers import check_frame_stream
 from tts import checkpoint
 from tts.audio import MelConfig, MelSpectrogram, load_wav
-from tts.paths import CONF_DIR
+from tts.paths import CHECKPOINT_DIR, CONF_DIR
 from tts.vocoder.registry import build_vocoder, config_node, load_vocoder, vocoder_meta
 from tts.vocoder.source_filter import SourceFilterVocoder
 
@@ -75,17 +76,41 @@ def test_the_corrected_vocoder_streams_as_it_synthesises(mel_config: MelConfig, 
     check_frame_stream(model, chunk, 1e-5, held_frames=model.lookahead_frames + c.receptive_frames + c.context_frames + 1)
 
 
-def test_the_export_refuses_the_corrected_vocoder(mel_config: MelConfig, tmp_path: Path):
+def test_the_onnx_engine_runs_the_corrected_vocoder_as_torch_does(mel_config: MelConfig, tmp_path: Path,
+                                                                    real_wav: Path):
+    """The export holds the correction's gain network; the ONNX engine runs the same DSP around it (tts.vocoder.
+    correction on numpy), whole and streamed, and speaks as the torch vocoder does."""
+    pytest.importorskip("onnx", reason="making an export needs the `export` extra (pip install -e '.[export]')")
     from tts.export import export
+    from tts.runtime.engine import MelBatch
+    from tts.runtime.onnx_engine import OnnxEngine, read_manifest
+    from tts.runtime.pipeline import STREAM_TOLERANCE
 
-    model = SourceFilterVocoder(mel_config, **SMALL).eval()
+    shipped = CHECKPOINT_DIR / "vocoder" / "source_filter.pt"
+    node = checkpoint.read_raw(shipped)["tts"]["model_config"] | {"correction_channels": 16, "correction_blocks": 2}
+    model = build_vocoder(node, mel_config)
+    model.load_state_dict(load_vocoder(str(shipped), mel_config).state_dict(), strict=False)
+    torch.manual_seed(1)
+    with torch.no_grad():  # a correction that is not the identity
+        model.correction.head.weight.normal_(0, 0.02)
+        model.correction.head.bias.normal_(0, 0.3)
     path = tmp_path / "corrected.pt"
-    checkpoint.save(path, model, vocoder_meta(config_node("source_filter") | SMALL, mel_config))
-    loaded = load_vocoder(path, mel_config=mel_config)
-    mel = torch.randn(1, 80, 25) - 5.0
-    assert torch.equal(loaded(mel).wave, model(mel).wave)
-    with pytest.raises(ValueError, match="does not export yet"):
-        export(tmp_path / "onnx", acoustic="checkpoints/nar.pt", vocoder=str(path))
+    checkpoint.save(path, model.eval(), vocoder_meta(node, mel_config))
+    export(tmp_path / "onnx", acoustic=str(CHECKPOINT_DIR / "nar.pt"), vocoder=str(path))
+    manifest = read_manifest(tmp_path / "onnx")
+    assert manifest["vocoder"]["correction"]["graph"] == "vocoder_correction"
+    engine = OnnxEngine.load(tmp_path / "onnx")
+
+    vocoder = load_vocoder(path, mel_config=mel_config)
+    wave = load_wav(real_wav, 22050)[: 120 * 256]
+    mel = MelSpectrogram(mel_config)(wave[None])[:, :, :120]
+    ref = vocoder(mel).wave[0].numpy()
+    assert abs(ref).max() > 0.05
+    [whole] = engine.vocode(MelBatch(mel.numpy(), np.array([120]), np.array([False])))
+    assert np.abs(whole - ref).max() < 1e-3
+    stream = engine.vocoder_stream()
+    parts = [stream.push(mel[..., i : i + 17].numpy()) for i in range(0, 120, 17)] + [stream.finish()]
+    assert np.abs(np.concatenate(parts) - whole).max() <= STREAM_TOLERANCE  # onnxruntime's sums over other windows
 
 
 def test_fine_tuned_from_a_plain_vocoder(fixture_corpus: Path, tmp_path: Path, mel_config: MelConfig):

@@ -23,6 +23,8 @@ A block-wise voice, three graphs the engine strings together block by block (tts
 and for every voice
     vocoder.onnx    mel [B, M, T] raw log-mel -> f0 [B, T] Hz, voiced [B, T] 0/1,
                     harmonic_cepstrum [B, T, Lh], noise_cepstrum [B, T, Ln]
+    vocoder_correction.onnx   (a vocoder with its magnitude correction only) mel [B, M, F], the rendered wave's
+                    STFT magnitude [B, N/2 + 1, F] -> log_gain [B, N/2 + 1, F]
 
 The graphs are the models' own inference maths, traced and scripted, not re-written: the encoder and variance
 adaptor, `durations_from_log`, the length regulator (`clip_durations`, `expand_frames`), the decoder (parallel,
@@ -31,7 +33,7 @@ sampling loop (`EulerLoop`, scripted into one ONNX Loop over K = refine_steps), 
 controls and the noise offsets (tts.noise.item_noise_seed of the run's seed and each item's index) are inputs,
 so the ONNX engine computes nothing of the model.  The vocoder graph is the network and its F0 / voicing
 decoding; the DSP render (oscillator, filters, overlap-add) is tts.vocoder.render, the one render the torch
-vocoder trains and speaks with, run on numpy.
+vocoder trains and speaks with, run on numpy, and so is the correction's STFT stage (tts.vocoder.correction).
 
 Size: the checkpoints hold float16 weights; a graph stores each float32 weight that float16 holds exactly as
 float16 plus a Cast (`_store_exact_halves`: the same values, half the bytes), and the refiner's 4.2 MB noise table
@@ -208,6 +210,18 @@ class VocoderFrames(nn.Module):
         p = self.vocoder.frame_params(mel)
         f0, voiced = self.vocoder.decode(p)
         return f0, voiced, p.harmonic_cepstrum, p.noise_cepstrum
+
+
+class CorrectionGains(nn.Module):
+    """MagnitudeCorrection.gains: mel [B, M, F], the rendered wave's STFT magnitude [B, N/2 + 1, F] -> log-gains
+    [B, N/2 + 1, F] (the STFT, inverse STFT and streaming around it are tts.vocoder.correction, run on numpy)."""
+
+    def __init__(self, correction: nn.Module) -> None:
+        super().__init__()
+        self.correction = correction
+
+    def forward(self, mel: torch.Tensor, magnitude: torch.Tensor) -> torch.Tensor:
+        return self.correction.gains(mel, magnitude)
 
 
 def _portable(path: Path) -> str:
@@ -531,9 +545,6 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
     if not isinstance(voc, SourceFilterVocoder):
         raise ValueError(f"vocoder {vocoder_name!r}: only the source-filter vocoder exports (its DSP runs in numpy), "
                          f"got {type(voc).__name__}")
-    if voc.correction is not None:
-        raise ValueError(f"vocoder {vocoder_name!r}: the magnitude-corrected source-filter vocoder does not export yet "
-                         "(its STFT stage has no numpy twin); export the plain one")
     voc = voc.float().eval()
     vocoder_file = SHIPPED[vocoder_name][0] if vocoder_name in SHIPPED else Path(vocoder_name)
     with _export_attention():
@@ -542,6 +553,17 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
                       {"mel": {0: "B", 2: "T"}, "f0": {0: "B", 1: "T"}, "voiced": {0: "B", 1: "T"},
                        "harmonic_cepstrum": {0: "B", 1: "T"}, "noise_cepstrum": {0: "B", 1: "T"}})
     graphs["vocoder"] = {"file": "vocoder.onnx"}
+    correction = {}
+    if voc.correction is not None:  # the magnitude correction's network; its DSP is tts.vocoder.correction
+        c = voc.correction
+        with _export_attention():
+            _export_graph(CorrectionGains(c), (torch.randn(1, mel_config.n_mels, 23) - 5.0,
+                                               torch.rand(1, c.fft_size // 2 + 1, 23)),
+                          out / "vocoder_correction.onnx", ["mel", "magnitude"], ["log_gain"],
+                          {"mel": {0: "B", 2: "F"}, "magnitude": {0: "B", 2: "F"}, "log_gain": {0: "B", 2: "F"}})
+        graphs["vocoder_correction"] = {"file": "vocoder_correction.onnx"}
+        correction = {"correction": {"graph": "vocoder_correction", "fft_size": c.fft_size,
+                                     "receptive_frames": c.receptive_frames}}
     readers = _share_noise_table(out, [out / g["file"] for g in graphs.values()])
     for entry in graphs.values():
         entry.update(file_entry(out / entry["file"]), **({"external_data": [NOISE_TABLE_FILE]} if entry["file"] in readers else {}))
@@ -552,7 +574,7 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
         "mel_config": mel_config.to_dict(),
         "voices": voices,
         "vocoder": {"synthesis": voc.synthesis.to_dict(), "source": "vocoder", "graph": "vocoder",
-                    "receptive_frames": voc.receptive_frames},  # Synthesis: the DSP settings; receptive_frames: the network's reach (streaming)
+                    "receptive_frames": voc.receptive_frames, **correction},  # Synthesis: the DSP settings; receptive_frames: the network's reach (streaming)
         "sources": sources,
         "graphs": graphs,
         "external_data": {NOISE_TABLE_FILE: file_entry(out / NOISE_TABLE_FILE)} if readers else {},

@@ -28,6 +28,7 @@ from tts.models.refine_windows import RefineWindows
 from tts.noise import item_noise_seed
 from tts.runtime.controls import Controls
 from tts.runtime.engine import MelBatch, StreamPiece, timed_pieces
+from tts.vocoder.correction import CorrectionStage
 from tts.vocoder.render import RenderInput, StreamWindow, Synthesis, render
 
 FRONT_INPUTS = ("tokens", "token_lengths", "speed", "pitch_shift")
@@ -192,8 +193,9 @@ class VocoderStream:
     so the joined audio equals the whole utterance's to float rounding."""
 
     def __init__(self, session: Any, run_options: Any, synthesis: Synthesis, window: np.ndarray,
-                 receptive_frames: int) -> None:
+                 receptive_frames: int, correction: CorrectionStage | None = None) -> None:
         self.session, self.run_options = session, run_options
+        self.correction = correction  # the magnitude correction's stage behind the render (CorrectedStream's)
         self.syn, self.window = synthesis, window
         self.frames = StreamWindow(receptive_frames, synthesis.context_frames)
         self.mel: np.ndarray | None = None  # [1, M, n] frames [frames.mel_start, frames.received)
@@ -202,13 +204,21 @@ class VocoderStream:
     def push(self, mel: np.ndarray) -> np.ndarray:
         self.mel = mel if self.mel is None else np.concatenate([self.mel, mel], axis=2)
         self.frames.received += mel.shape[2]
-        return self._emit(final=False)
+        wave = self._emit(final=False)
+        if self.correction is not None:
+            wave = self.correction.push(mel, wave[None])[0]
+        return np.clip(wave, -1.0, 1.0).astype(np.float32)
 
     def finish(self) -> np.ndarray:
-        return self._emit(final=True) if self.mel is not None else np.zeros(0, np.float32)
+        if self.mel is None:
+            return np.zeros(0, np.float32)
+        wave = self._emit(final=True)
+        if self.correction is not None:
+            wave = self.correction.finish(wave[None])[0]
+        return np.clip(wave, -1.0, 1.0).astype(np.float32)
 
     def _emit(self, final: bool) -> np.ndarray:
-        """-> [n] float32 samples of the frames that became final, clipped to [-1, 1]."""
+        """-> [n] float32 samples of the frames that became final (unclipped)."""
         w, hop = self.frames, self.syn.hop_length
         step = w.step(final)
         if step is None:
@@ -223,4 +233,4 @@ class VocoderStream:
         if phase is not None:
             self.phase = phase
         self.mel = self.mel[:, :, w.advance(step):]
-        return np.clip(wave[0], -1.0, 1.0).astype(np.float32)
+        return wave[0].astype(np.float32)

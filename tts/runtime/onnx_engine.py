@@ -26,7 +26,8 @@ from tts.paths import CHECKPOINT_DIR
 from tts.runtime.controls import Controls
 from tts.runtime.engine import Capabilities, MelBatch, StreamPiece, TextEncoding
 from tts.runtime.onnx_blocks import BlockVoice, VocoderStream, per_item
-from tts.vocoder.render import RenderInput, Synthesis, hann_window, render
+from tts.vocoder.correction import CorrectionStage, correct_whole
+from tts.vocoder.render import NUMPY, RenderInput, Synthesis, hann_window, render
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
 MANIFEST = "manifest.json"  # the export's layout, defined here (torch-free) and imported by tts.export
@@ -42,6 +43,14 @@ class OnnxExportError(CheckpointError):
 
 
 # --- loading -------------------------------------------------------------------------------------------
+def vocoder_graphs(manifest: dict[str, Any]) -> dict[str, str]:
+    """The vocoder's graphs by part: "vocoder" (network + F0 decoding) and, when the vocoder has its magnitude
+    correction, "vocoder_correction" (its gain network)."""
+    vocoder = manifest["vocoder"]
+    return {"vocoder": vocoder["graph"], **({"vocoder_correction": vocoder["correction"]["graph"]}
+                                            if vocoder.get("correction") else {})}
+
+
 def read_manifest(onnx_dir: str | Path, verify: bool = True) -> dict[str, Any]:
     """The export's manifest.json, checked: format, every graph present and (verify) with its recorded
     sha256.  OnnxExportError naming the problem and the command that makes a good export."""
@@ -65,7 +74,7 @@ def read_manifest(onnx_dir: str | Path, verify: bool = True) -> dict[str, Any]:
     voices = manifest.get("voices") or {}
     if manifest.get("default_voice") not in voices:
         raise OnnxExportError(f"{path} names no default voice among its voices {sorted(voices)}: {fix}")
-    wanted = {manifest["vocoder"]["graph"]} | {g for v in voices.values() for g in v["graphs"].values()}
+    wanted = {g for g in vocoder_graphs(manifest).values()} | {g for v in voices.values() for g in v["graphs"].values()}
     for name in sorted(wanted):
         entry = graphs.get(name)
         if not entry:
@@ -185,7 +194,7 @@ class OnnxEngine(TextEncoding):
         self.run_options = ort.RunOptions()
         self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.sessions: dict[str, Any] = {}
-        for part, graph in [*spec["graphs"].items(), ("vocoder", manifest["vocoder"]["graph"])]:
+        for part, graph in [*spec["graphs"].items(), *vocoder_graphs(manifest).items()]:
             path = self.onnx_dir / manifest["graphs"][graph]["file"]
             try:
                 self.sessions[part] = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -204,6 +213,9 @@ class OnnxEngine(TextEncoding):
         self.defaults = Controls(**spec["controls"])
         self.synthesis = Synthesis(**manifest["vocoder"]["synthesis"])
         self.window = hann_window(self.synthesis.window)
+        # the magnitude correction (manifest "vocoder" -> "correction"), or None
+        self.correction = manifest["vocoder"].get("correction")
+        self.correction_window = hann_window(int(self.correction["fft_size"])) if self.correction else None
 
     @classmethod
     def load(cls, onnx_dir: str | Path = DEFAULT_ONNX_DIR, threads: int | None = 1, verify: bool = True,
@@ -245,14 +257,27 @@ class OnnxEngine(TextEncoding):
             # the whole utterance, as SourceFilterVocoder.synthesize renders it (the one render, numpy ops)
             wave, _ = render(RenderInput(f0, voiced, harmonic, noise, 0), 0, n * self.synthesis.hop_length,
                              np.zeros(1), n, self.synthesis, self.window)
+            if self.correction:  # as MagnitudeCorrection.forward, before the clip
+                wave = correct_whole(wave, batch.mels[k : k + 1, :, :n], self._gains, self.synthesis.hop_length,
+                                     self.correction_window, NUMPY)
             waves.append(np.clip(wave[0], -1.0, 1.0).astype(np.float32))
         return waves
+
+    def _gains(self, mel: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+        """The exported MagnitudeCorrection.gains (tts.vocoder.correction.Gains)."""
+        feeds = {"mel": np.ascontiguousarray(mel, np.float32), "magnitude": np.ascontiguousarray(magnitude, np.float32)}
+        return self.sessions["vocoder_correction"].run(None, feeds, self.run_options)[0]
 
     def stream_part(self, ids: Sequence[int], index: int, controls: Controls) -> Iterator[StreamPiece] | None:
         """A block-wise voice's part block by block (as TorchEngine.stream_part); None for a parallel voice (no
         Capabilities.streaming: the pipeline speaks the part whole) or a part the frame guard cut."""
         if self.blocks is None:
             return None
-        stream = VocoderStream(self.sessions["vocoder"], self.run_options, self.synthesis, self.window,
-                               int(self.manifest["vocoder"]["receptive_frames"]))
-        return self.blocks.stream_part(ids, index, controls, stream)
+        return self.blocks.stream_part(ids, index, controls, self.vocoder_stream())
+
+    def vocoder_stream(self) -> VocoderStream:
+        """The vocoder streamed on its graphs (SourceFilterVocoder.stream's twin): push mel chunks [1, M, n]."""
+        stage = (CorrectionStage(self._gains, int(self.correction["receptive_frames"]), self.synthesis.hop_length,
+                                 self.correction_window, NUMPY) if self.correction else None)
+        return VocoderStream(self.sessions["vocoder"], self.run_options, self.synthesis, self.window,
+                             int(self.manifest["vocoder"]["receptive_frames"]), stage)

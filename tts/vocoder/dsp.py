@@ -123,6 +123,9 @@ class TorchOps(ArrayOps):
     def stack(self, xs: list, axis: int) -> torch.Tensor:
         return torch.stack(xs, axis)
 
+    def concat(self, xs: list, axis: int) -> torch.Tensor:
+        return torch.cat(xs, axis)
+
     def frames(self, x: torch.Tensor, size: int, step: int) -> torch.Tensor:
         return x.unfold(-1, size, step)
 

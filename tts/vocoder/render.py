@@ -62,6 +62,9 @@ class ArrayOps:
     def stack(self, xs: list, axis: int) -> Any:
         return np.stack(xs, axis)
 
+    def concat(self, xs: list, axis: int) -> Any:
+        return np.concatenate(xs, axis)
+
     def frames(self, x: Any, size: int, step: int) -> Any:
         """[..., N] -> [..., (N - size) // step + 1, size] overlapping frames (torch's unfold)."""
         return np.lib.stride_tricks.sliding_window_view(x, size, axis=-1)[..., ::step, :]

@@ -40,7 +40,8 @@ from torch import nn
 from tts.audio import MelConfig
 from tts.vocoder.base import Vocoder, unit_log_mel, unit_log_scale
 from tts.vocoder.dsp import TORCH, F0Bins, RenderInput, Synthesis, render
-from tts.vocoder.render import StreamStep, StreamWindow, inverse_stft, stft, stft_frames
+from tts.vocoder.correction import CorrectionStage, correct_whole
+from tts.vocoder.render import StreamStep
 from tts.vocoder.stream import FrameStream
 
 
@@ -243,22 +244,24 @@ class MagnitudeCorrection(nn.Module):
         """Frames each side of a sample's own frame whose windows reach it."""
         return self.fft_size // (2 * self.hop)
 
-    def gains(self, mel: torch.Tensor, spec: torch.Tensor) -> torch.Tensor:
-        """mel [B, M, F] and the rendered wave's spectra [B, N/2 + 1, F] of the same frames -> log-gains
+    def gains(self, mel: torch.Tensor, magnitude: torch.Tensor) -> torch.Tensor:
+        """mel [B, M, F] and the rendered wave's STFT magnitude [B, N/2 + 1, F] of the same frames -> log-gains
         [B, N/2 + 1, F] (edges zero-padded inside the network)."""
         x = torch.cat([unit_log_mel(mel, self.mel_config),
-                       spec.abs().clamp_min(1e-5).log() / unit_log_scale(self.mel_config)], dim=1)
+                       magnitude.float().clamp_min(1e-5).log() / unit_log_scale(self.mel_config)], dim=1)
         x = self.conv_in(x)
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x.transpose(1, 2))).transpose(1, 2)
 
     def forward(self, wave: torch.Tensor, mel: torch.Tensor) -> torch.Tensor:
-        n = wave.shape[-1]
-        spec = stft(wave.float(), self.hop, self.window, TORCH)  # [B, N/2 + 1, T + 1], silence outside
-        frames = spec.shape[-1]
-        mel = nn.functional.pad(mel.float(), (0, frames - mel.shape[-1]), mode="replicate")  # frame T: the last mel's
-        return inverse_stft(spec * self.gains(mel, spec).exp(), 0, 0, n, frames, self.hop, self.window, TORCH)
+        """Rendered wave [B, T * hop] (unclamped), mel [B, M, T] -> corrected wave [B, T * hop]
+        (tts.vocoder.correction.correct_whole: the DSP around `gains`, shared with the ONNX engine)."""
+        return correct_whole(wave.float(), mel.float(), self.gains, self.hop, self.window, TORCH)
+
+    def stage(self) -> CorrectionStage:
+        """The correction streamed behind a stream of the rendered wave."""
+        return CorrectionStage(self.gains, self.receptive_frames, self.hop, self.window, TORCH)
 
 
 class SourceFilterStream(FrameStream):
@@ -286,32 +289,27 @@ class SourceFilterStream(FrameStream):
 
 class CorrectedStream:
     """The magnitude-corrected vocoder streamed: the plain source-filter stream renders the wave (exact,
-    unclamped), and a second stage runs the correction over the frames whose windows that wave already covers,
-    emitting the samples whose every frame has its gain from a whole receptive field (the same StreamWindow
-    bookkeeping as the first stage).  Frame T, one past the last mel frame (the whole-utterance STFT has T + 1
-    frames), reads the last mel frame, as `MagnitudeCorrection.forward`.  Equals `synthesize` to float rounding
-    (tests/test_sf_correction.py)."""
+    unclamped), and the correction's stage (tts.vocoder.correction.CorrectionStage, the ONNX engine's too) runs
+    behind it over the frames that wave covers.  Equals `synthesize` to float rounding (tests/test_sf_correction.py)."""
 
     def __init__(self, vocoder: SourceFilterVocoder) -> None:
         assert vocoder.correction is not None
-        self.vocoder, self.correction = vocoder, vocoder.correction
+        self.vocoder = vocoder
         self.source = SourceFilterStream(vocoder, clamp=False)
-        self.frames = StreamWindow(self.correction.receptive_frames, self.correction.context_frames)
-        self.mel: torch.Tensor | None = None  # [B, M, n]: mel frames [frames.mel_start, mel_received)
-        self.mel_received = 0
-        self.wave: torch.Tensor | None = None  # [B, S]: rendered samples [wave_start, wave_start + S)
-        self.wave_start = 0
+        self.stage = vocoder.correction.stage()
         self.finished = False
+
+    @property
+    def mel(self) -> torch.Tensor | None:
+        """The mel frames the second stage holds (it holds the most)."""
+        return self.stage.mel
 
     @torch.inference_mode()
     def push(self, mel: torch.Tensor) -> torch.Tensor:
         if self.finished:
             raise RuntimeError("stream already finished")
         rendered = self.source.push(mel)  # checks the shape
-        self.mel = mel.float() if self.mel is None else torch.cat([self.mel, mel.float()], dim=-1)
-        self.mel_received += mel.shape[-1]
-        self.wave = rendered if self.wave is None else torch.cat([self.wave, rendered], dim=-1)
-        return self._emit(final=False)
+        return self.stage.push(mel.float(), rendered).clamp(-1, 1)
 
     @torch.inference_mode()
     def finish(self) -> torch.Tensor:
@@ -319,28 +317,6 @@ class CorrectedStream:
             raise RuntimeError("stream already finished")
         self.finished = True
         rendered = self.source.finish()
-        if self.mel is None:
+        if self.stage.mel is None:
             return torch.zeros(1, 0)
-        self.wave = torch.cat([self.wave, rendered], dim=-1)
-        return self._emit(final=True)
-
-    def _emit(self, final: bool) -> torch.Tensor:
-        assert self.mel is not None and self.wave is not None
-        c, w = self.correction, self.frames
-        hop, half, t = c.hop, c.fft_size // 2, self.mel_received
-        rendered_end = self.wave_start + self.wave.shape[-1]
-        # frames whose spectrum (samples through j * hop + half) and mel are held; at the end, frame T too
-        w.received = t + 1 if final else max(0, min(t, (rendered_end - half) // hop + 1))
-        step = w.step(final)
-        if step is None:
-            return self.wave.new_zeros(self.wave.shape[0], 0)
-        a, b = w.mel_start, w.received
-        mel = self.mel[..., : b - a] if not final else nn.functional.pad(self.mel, (0, 1), mode="replicate")
-        spec = stft_frames(self.wave, self.wave_start, a, b, hop, c.window, TORCH)  # [B, N/2 + 1, b - a]
-        spectra = (spec * c.gains(mel, spec).exp())[..., step.need_from - a : step.valid_end - a]
-        s0, s1 = w.done * hop, min(step.target, t) * hop
-        out = inverse_stft(spectra, step.need_from, s0, s1, b if final else None, hop, c.window, TORCH)
-        self.mel = self.mel[..., w.advance(step):]
-        keep = max(self.wave_start, w.mel_start * hop - half)  # the first sample the next step's frames read
-        self.wave, self.wave_start = self.wave[:, keep - self.wave_start :], keep
-        return out.clamp(-1, 1)
+        return self.stage.finish(rendered).clamp(-1, 1)
