@@ -180,3 +180,33 @@ def test_vocoder_headroom_bench_scores_every_condition(featurised_corpus: Path, 
         assert c["n"] == 2 and 1.0 <= c["distillmos"] <= 5.0
     # an untrained vocoder is far below its recordings
     assert report["conditions"]["vocoder"]["distillmos"] < report["conditions"]["recording"]["distillmos"]
+
+
+def test_checkpoints_are_chosen_on_validation(featurised_corpus: Path, tmp_path: Path, mel_config: MelConfig):
+    """recipes.bench.vocoder_select: every step checkpoint of a run scored on val, paired against a reference of
+    the same utterances; reports cached for a rerun; a reference of another split is refused."""
+    import json
+
+    from recipes.bench import vocoder_headroom, vocoder_select
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    node = config_node("source_filter") | {"hidden_channels": 32}
+    for step, seed in ((1000, 0), (2000, 1)):
+        torch.manual_seed(seed)
+        checkpoint.save(run / "checkpoints" / f"step{step:07d}.ckpt", SourceFilterVocoder(mel_config, hidden_channels=32),
+                        vocoder_meta(node, mel_config))
+    first = str(run / "checkpoints" / "step0001000.ckpt")
+    assert vocoder_headroom.main(["--data", str(featurised_corpus), "--split", "val", "--limit", "2",
+                                  "--vocoder", first, "--out", str(tmp_path / "ref")]) == 0
+    args = [str(run), "--data", str(featurised_corpus), "--limit", "2", "--against", str(tmp_path / "ref" / "report.json"),
+            "--out", str(tmp_path / "sel")]
+    assert vocoder_select.main(args) == 0
+    selection = json.loads((tmp_path / "sel" / "selection.json").read_text())
+    assert [r["step"] for r in selection["rows"]] == [1000, 2000]
+    assert selection["rows"][0]["paired"]["mean"] == 0  # the reference itself
+    assert selection["chosen"] == max(selection["rows"], key=lambda r: r["paired"]["mean"])
+    cached = (tmp_path / "sel" / "step0002000.json").stat().st_mtime_ns
+    assert vocoder_select.main(args) == 0 and (tmp_path / "sel" / "step0002000.json").stat().st_mtime_ns == cached
+    with pytest.raises(SystemExit, match="must be the val split"):
+        vocoder_select.main([*args[:4], "1", *args[5:]])

@@ -29,8 +29,10 @@ FFT, CONDITIONS = 1024, ("recording", "vocoder", "recording_magnitude_vocoder_ph
                          "vocoder_magnitude_recording_phase", "oracle_f0")
 
 
-def conditions(vocoder, mel: torch.Tensor, wave: torch.Tensor, pitch: torch.Tensor | None) -> dict[str, torch.Tensor]:
-    """mel [M, T], wave [T * hop], pitch [T] Hz or None -> {condition: wave [T * hop]}."""
+def conditions(vocoder, mel: torch.Tensor, wave: torch.Tensor, pitch: torch.Tensor | None,
+               copy_only: bool = False) -> dict[str, torch.Tensor]:
+    """mel [M, T], wave [T * hop], pitch [T] Hz or None -> {condition: wave [T * hop]} (copy_only: the
+    vocoder's copy synthesis alone)."""
     from tts.training.source_filter_module import teacher_f0
     from tts.vocoder.source_filter import SourceFilterVocoder
 
@@ -38,6 +40,8 @@ def conditions(vocoder, mel: torch.Tensor, wave: torch.Tensor, pitch: torch.Tens
     window = torch.hann_window(FFT)
     with torch.inference_mode():
         copy = vocoder(mel[None]).wave[0]
+        if copy_only:
+            return {"vocoder": copy}
         y = torch.nn.functional.pad(wave, (0, max(0, copy.shape[0] - wave.shape[0])))[: copy.shape[0]]  # T * hop
         stft = lambda x: torch.stft(x, FFT, hop, window=window, return_complex=True)  # noqa: E731
         istft = lambda z: torch.istft(z, FFT, hop, window=window, length=y.shape[0])  # noqa: E731
@@ -54,7 +58,7 @@ def conditions(vocoder, mel: torch.Tensor, wave: torch.Tensor, pitch: torch.Tens
     return out
 
 
-def run(data: Path, limit: int, vocoder_name: str, split: str = "test") -> dict:
+def run(data: Path, limit: int, vocoder_name: str, split: str = "test", copy_only: bool = False) -> dict:
     from tts.evaluation.naturalness import predict_mos
     from tts.evaluation.report import mean_ci
     from tts.vocoder.data import VocoderDataset
@@ -67,7 +71,7 @@ def run(data: Path, limit: int, vocoder_name: str, split: str = "test") -> dict:
     scores: dict[str, list[float]] = {}
     for i in range(len(ds)):
         item = ds[i]
-        for name, wave in conditions(vocoder, item.mel, item.wave, item.pitch).items():
+        for name, wave in conditions(vocoder, item.mel, item.wave, item.pitch, copy_only).items():
             scores.setdefault(name, []).append(predict_mos(wave.numpy(), vocoder.sample_rate))
     summary = {}
     for name in CONDITIONS:
