@@ -6,6 +6,8 @@
 # EMA=0.999: the checkpoints hold the moving average of the weights (ema_decay), in exp/vocoder_sf_corrected_ema_<corpus>/:
 # the raw weights' quality swung by ~0.15 DistillMOS from one checkpoint to the next (docs/results/vocoder_headroom).
 #   CORPUS=slt EMA=0.999 nohup scripts/train_source_filter_corrected.sh > /tmp/sf_corrected.log 2>&1 &
+# joe, from the source-filter vocoder fine-tuned on joe (scripts/train_source_filter_joe.sh):
+#   CORPUS=joe EMA=0.999 INIT=exp/vocoder_sf_joe/checkpoints/step0002000.ckpt nohup scripts/train_source_filter_corrected.sh ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=${CORPUS:-slt}
@@ -13,7 +15,7 @@ ema=${EMA:-}
 name=vocoder_sf_corrected${ema:+_ema}_$corpus
 extra=()
 [ -n "$ema" ] && extra=(ema_decay="$ema")
-start=(init_from=checkpoints/vocoder/source_filter.pt)
+start=(init_from="${INIT:-checkpoints/vocoder/source_filter.pt}")  # INIT: another plain vocoder to start from
 [ -e "exp/$name/checkpoints/last.ckpt" ] && start=(ckpt_path=last)
 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE exec nice -n 10 .venv/bin/python -m recipes.train_vocoder \
     vocoder=source_filter_corrected data="$corpus" name="$name" threads=1 trainer=cpu trainer.enable_progress_bar=false \

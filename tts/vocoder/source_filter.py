@@ -21,7 +21,8 @@ draw is in the magnitude, and the rendered phase is good. So a small ConvNeXt
 `correction_fft`, the mel's hop, frames centred on the mel frames) and predicts a per-bin log-gain; the wave
 is the inverse STFT of the rendered spectrum times the gain (the rendered phase kept). Its head starts at
 zero: an exact identity, so training starts at the plain vocoder's quality. It streams (`CorrectedStream`: a
-second stage over the rendered wave's frames); the ONNX export takes the plain vocoder only for now.
+second stage over the rendered wave's frames) and exports (its gain network as a graph; the STFT stage around
+it is tts.vocoder.correction, shared by both engines).
 
 Streaming.  `stream()` returns a `SourceFilterStream` that takes mel chunks and returns audio as soon
 as it is determined: it lags the input by `lookahead_frames` (the network's receptive half-width plus
@@ -237,7 +238,7 @@ class MagnitudeCorrection(nn.Module):
     @property
     def receptive_frames(self) -> int:
         """Frames each side of a frame whose spectrum and mel its gain reads (conv_in and the blocks)."""
-        return 3 + sum(b.reach for b in self.blocks)
+        return (self.conv_in.kernel_size[0] - 1) // 2 + sum(b.reach for b in self.blocks)
 
     @property
     def context_frames(self) -> int:
