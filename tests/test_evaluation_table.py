@@ -95,3 +95,16 @@ def test_documented_tables_are_what_their_commands_print(doc, capsys, monkeypatc
     for argv, table in tables:
         assert main(argv) == 0
         assert capsys.readouterr().out.strip() == table.strip(), f"{doc}: table of `{' '.join(argv)}` is stale"
+
+
+def test_paired_differences_are_taken_sentence_by_sentence(tmp_path: Path, capsys):
+    """--paired A,B: A minus B on the sentences both spoke (by id), with the interval and A's wins."""
+    report = make_report(tmp_path / "p", {
+        "new": [{"id": "u1", "distillmos": 3.5, "cer": 0.0}, {"id": "u2", "distillmos": 3.0}, {"id": "u3", "distillmos": 4.0}],
+        "old": [{"id": "u2", "distillmos": 2.5}, {"id": "u1", "distillmos": 3.0, "cer": 0.1}],
+    }, {"new": {"cer": 0.0, "wer": 0.0, "n": 3}, "old": {"cer": 0.1, "wer": 0.1, "n": 2}})
+    assert main([str(report), "--columns", "cer,distillmos", "--paired", "new,old"]) == 0
+    out = capsys.readouterr().out
+    assert "| new minus old | distillmos | +0.50 [+0.50, +0.50] | 2 of 2 |" in out  # u3 has no partner
+    assert main([str(report), "--paired", "new,absent"]) == 2
+    assert "holds both" in capsys.readouterr().err

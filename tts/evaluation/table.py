@@ -11,6 +11,10 @@ name a report has, e.g. mcd_db, log_f0_rmse_cents, distillmos, has_missing_words
 rtf).  A system found in several reports is taken from the first that has it (so the reports are
 listed in order of preference); a cell a report lacks is "–".  `--ci` adds each mean's confidence
 interval from the report ("3.45 [3.37, 3.53]"; the corpus-level CER/WER have none).
+
+`--paired A,B` (repeatable) adds, for each per-utterance column, system A minus system B utterance by utterance
+on the sentences both spoke (one report must hold both): the mean difference with its bootstrap interval and
+the number of sentences A wins.  Two systems on the same sentences differ less than their two intervals suggest.
 """
 
 from __future__ import annotations
@@ -92,6 +96,33 @@ def to_markdown(rows: Sequence[SystemRow], columns: Sequence[str], labels: dict[
     return "\n".join(lines) + "\n"
 
 
+def paired_rows(paths: Sequence[Path], a: str, b: str, columns: Sequence[str]) -> list[str]:
+    """Markdown rows "A minus B | column | mean [low, high] | wins of n" for each per-utterance column."""
+    from tts.evaluation.report import mean_ci
+
+    for path in paths:
+        per = read_report(path).get("utterances") or {}
+        if a in per and b in per:
+            break
+    else:
+        raise ReportError(f"no report of {[str(p) for p in paths]} holds both {a!r} and {b!r} per utterance")
+    mine, theirs = ({u["id"]: u for u in per[s]} for s in (a, b))
+    ids = [i for i in mine if i in theirs]
+    lines = []
+    for column in columns:
+        if column in CORPUS_COLUMNS:
+            continue
+        pairs = [(mine[i].get(column), theirs[i].get(column)) for i in ids]
+        d = [float(x) - float(y) for x, y in pairs if isinstance(x, (int, float)) and isinstance(y, (int, float))]
+        if not d:
+            continue
+        mean, low, high = mean_ci(d)
+        digits = DIGITS.get(column, 3)
+        lines.append(f"| {a} minus {b} | {column} | {mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] | "
+                     f"{sum(x > 0 for x in d)} of {len(d)} |")
+    return lines
+
+
 def _csv(s: str | None) -> list[str] | None:
     return [x.strip() for x in s.split(",") if x.strip()] if s else None
 
@@ -103,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--columns", default=",".join(DEFAULT_COLUMNS), help="comma-separated metrics")
     p.add_argument("--label", action="append", default=[], metavar="SYSTEM=LABEL", help="row label for a system")
     p.add_argument("--ci", action="store_true", help="add each mean's confidence interval from the report")
+    p.add_argument("--paired", action="append", default=[], metavar="A,B",
+                   help="also system A minus system B, utterance by utterance (repeatable)")
     args = p.parse_args(argv)
     labels = {}
     for item in args.label:
@@ -115,7 +148,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReportError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(to_markdown(rows, _csv(args.columns) or list(DEFAULT_COLUMNS), labels, ci=args.ci))
+    columns = _csv(args.columns) or list(DEFAULT_COLUMNS)
+    sys.stdout.write(to_markdown(rows, columns, labels, ci=args.ci))
+    if args.paired:
+        lines = ["", "| paired | metric | difference [95 % interval] | A larger on |", "|---|---|---|---|"]
+        try:
+            for pair in args.paired:
+                a, _, b = pair.partition(",")
+                if not a or not b:
+                    p.error(f"--paired wants A,B, got {pair!r}")
+                lines += paired_rows(args.reports, a.strip(), b.strip(), columns)
+        except ReportError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 
