@@ -76,9 +76,10 @@ def test_cli_prints_the_table_and_rejects_unknown_systems_and_files(reports, tmp
 
 
 def documented_tables(doc: Path) -> list[tuple[list[str], str]]:
-    """(argv, table) for each ``` block running tts.evaluation.table that a markdown table follows."""
+    """(argv, table) for each ``` block running tts.evaluation.table that a markdown table follows (with --paired,
+    two tables one blank line apart)."""
     found = []
-    for m in re.finditer(r"```\n(.*?)```\n+((?:\|[^\n]*\n)+)", doc.read_text(), re.S):
+    for m in re.finditer(r"```\n(.*?)```\n+((?:\|[^\n]*\n)+(?:\n(?:\|[^\n]*\n)+)?)", doc.read_text(), re.S):
         command, table = m.group(1).replace("\\\n", " "), m.group(2)
         if "-m tts.evaluation.table" in command:
             argv = shlex.split(command.split("-m tts.evaluation.table", 1)[1])
