@@ -74,7 +74,7 @@ def read_manifest(onnx_dir: str | Path, verify: bool = True) -> dict[str, Any]:
     voices = manifest.get("voices") or {}
     if manifest.get("default_voice") not in voices:
         raise OnnxExportError(f"{path} names no default voice among its voices {sorted(voices)}: {fix}")
-    wanted = {g for g in vocoder_graphs(manifest).values()} | {g for v in voices.values() for g in v["graphs"].values()}
+    wanted = set(vocoder_graphs(manifest).values()) | {g for v in voices.values() for g in v["graphs"].values()}
     for name in sorted(wanted):
         entry = graphs.get(name)
         if not entry:

@@ -46,8 +46,9 @@ from tts.training.discriminators import (
 from tts.training.losses import MultiResolutionSTFTLoss, phase_losses
 from tts.training.module import validate_vocoder
 from tts.vocoder.data import VocoderBatch
-from tts.vocoder.dsp import fill_unvoiced
+from tts.vocoder.dsp import TORCH, fill_unvoiced
 from tts.vocoder.istft import IstftVocoder
+from tts.vocoder.render import stft
 from tts.vocoder.source_filter import SourceFilterVocoder
 
 
@@ -213,8 +214,7 @@ class SourceFilterModule(pl.LightningModule):
         c, s = model.context_frames, phase_hat.shape[-1]
         if s <= 2 * c:
             raise ValueError(f"segments of {s} frames leave no frame for the phase loss (need > {2 * c})")
-        ref = torch.stft(batch.waves.float(), model.fft_size, self.meta.mel_config.hop_length, window=model.window,
-                         center=True, return_complex=True)  # [B, N/2 + 1, S + 1]
+        ref = stft(batch.waves.float(), self.meta.mel_config.hop_length, model.window, TORCH)  # [B, N/2 + 1, S + 1]
         losses = phase_losses(phase_hat[..., c : s - c + 1], ref.angle()[..., c : s - c + 1])
         b = len(batch)
         self.log(f"{prefix}/phase_ip", losses.instantaneous, batch_size=b, sync_dist=prefix == "val")

@@ -24,14 +24,18 @@ def with_last_frame(mel: Any, ops: ArrayOps) -> Any:
     return ops.concat([mel, mel[..., -1:]], 2)
 
 
+def apply_gains(spec: Any, mel: Any, gains: Gains) -> Any:
+    """Spectra [B, N/2 + 1, F] of the rendered wave and the mel [B, M, F] of the same frames -> the spectra with
+    each bin's magnitude times exp(log-gain) (the phase kept)."""
+    m = xp(spec)
+    return spec * m.exp(gains(mel, m.abs(spec)))
+
+
 def correct_whole(wave: Any, mel: Any, gains: Gains, hop: int, window: Any, ops: ArrayOps = NUMPY) -> Any:
     """A whole utterance: rendered wave [B, T * hop] (unclamped), mel [B, M, T] -> corrected wave [B, T * hop]."""
-    n = wave.shape[-1]
     spec = stft(wave, hop, window, ops)  # [B, N/2 + 1, T + 1]
-    frames = spec.shape[-1]
-    m = xp(spec)
-    log_gain = gains(with_last_frame(mel, ops), m.abs(spec))
-    return inverse_stft(spec * m.exp(log_gain), 0, 0, n, frames, hop, window, ops)
+    corrected = apply_gains(spec, with_last_frame(mel, ops), gains)
+    return inverse_stft(corrected, 0, 0, wave.shape[-1], spec.shape[-1], hop, window, ops)
 
 
 class CorrectionStage:
@@ -52,10 +56,6 @@ class CorrectionStage:
         self.mel_received = 0
         self.wave: Any = None  # [B, S]: rendered samples [wave_start, wave_start + S)
         self.wave_start = 0
-
-    @property
-    def held_frames(self) -> int:
-        return 0 if self.mel is None else self.mel.shape[-1]
 
     def push(self, mel: Any, rendered: Any) -> Any:
         self.mel = mel if self.mel is None else self.ops.concat([self.mel, mel], 2)
@@ -80,8 +80,7 @@ class CorrectionStage:
         a, b = w.mel_start, w.received
         mel = with_last_frame(self.mel, self.ops) if final else self.mel[..., : b - a]
         spec = stft_frames(self.wave, self.wave_start, a, b, hop, self.window, self.ops)  # [B, N/2 + 1, b - a]
-        m = xp(spec)
-        corrected = (spec * m.exp(self.gains(mel, m.abs(spec))))[..., step.need_from - a : step.valid_end - a]
+        corrected = apply_gains(spec, mel, self.gains)[..., step.need_from - a : step.valid_end - a]
         s0, s1 = w.done * hop, min(step.target, t) * hop
         out = inverse_stft(corrected, step.need_from, s0, s1, b if final else None, hop, self.window, self.ops)
         self.mel = self.mel[..., w.advance(step):]
