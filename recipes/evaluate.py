@@ -124,7 +124,7 @@ def parse_systems(node: Any) -> list[SystemSpec]:
             raise EvaluationConfigError(f"system {name!r}: give a shipped `voice` (and `model`) or a `checkpoint`")
         if spec.get("model") is not None and voice is None:
             raise EvaluationConfigError(f"system {name!r}: `model` picks one of a shipped `voice`'s models; give the voice")
-        # None for a shipped voice: SystemSpec gives it the shipped vocoder unless the spec names another
+        # None for a shipped voice: SystemSpec gives it the voice's own vocoder unless the spec names another
         vocoder = str(spec["vocoder"]) if spec.get("vocoder") else None if voice is not None else DEFAULT_VOCODER
         if kind == "copy":
             systems.append(SystemSpec(name, kind, vocoder=vocoder))

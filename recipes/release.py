@@ -118,15 +118,27 @@ def check_out_dir(out_dir: Path, force: bool, shipped_dir: Path = CHECKPOINT_DIR
                            f"(force=true) to replace the files of the release in it")
 
 
-def shipped_vocoder_sources(vocoders: dict[str, str | None], default_vocoder: str, out_dir: Path,
+def voice_vocoders(default: dict[str, Any], voices: dict[str, list[str]]) -> dict[str, str]:
+    """Each released voice's vocoder: default.json's "voice_vocoders" entry (a vocoder fine-tuned on the voice's
+    corpus), else the default vocoder.  An entry for a voice this release does not ship is dropped with it."""
+    own = dict(default.get("voice_vocoders") or {})
+    unknown = sorted(set(own) - set(default["voices"]))
+    if unknown:
+        raise ReleaseError(f"voice_vocoders names {unknown}: no such voice (voices: {sorted(default['voices'])})")
+    return {voice: own.get(voice, default["vocoder"]) for voice in voices}
+
+
+def shipped_vocoder_sources(vocoders: dict[str, str | None], needed: set[str], out_dir: Path,
                             shipped_dir: Path = CHECKPOINT_DIR) -> dict[str, str | None]:
-    """The default vocoder with no checkpoint given, released into a folder that does not hold it yet: the
-    shipped file, so that a release of a new acoustic model speaks through the shipped vocoder."""
+    """A vocoder the release's voices speak with (`needed`: the default one and the voices' own), with no
+    checkpoint given, released into a folder that does not hold it yet: the shipped file, so that a release of
+    a new acoustic model speaks through the shipped vocoder."""
     out = dict(vocoders)
-    if default_vocoder in SHIPPED and not out.get(default_vocoder) and not (out_dir / _vocoder_rel(default_vocoder)).is_file():
-        shipped = shipped_dir / _vocoder_rel(default_vocoder)
-        if shipped.is_file() and out_dir.resolve() != shipped_dir.resolve():
-            out[default_vocoder] = str(shipped)
+    for name in sorted(needed & set(SHIPPED)):
+        if not out.get(name) and not (out_dir / _vocoder_rel(name)).is_file():
+            shipped = shipped_dir / _vocoder_rel(name)
+            if shipped.is_file() and out_dir.resolve() != shipped_dir.resolve():
+                out[name] = str(shipped)
     return out
 
 
@@ -177,10 +189,11 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     try:
         shipped_voices = release_voices(dict(default["voices"]), default["voice"], acoustic, out_dir)
-        vocoders = shipped_vocoder_sources(vocoders, default["vocoder"], out_dir, shipped_dir)
+        spoken_with = voice_vocoders(default, shipped_voices)
+        vocoders = shipped_vocoder_sources(vocoders, {default["vocoder"], *spoken_with.values()}, out_dir, shipped_dir)
         released = {name for name, src in (*acoustic.items(), *vocoders.items()) if src}
         return _release(acoustic, vocoders, default, out_dir, file_precisions(released, {*acoustic, *SHIPPED}, precision, precisions),
-                        max_total_mb, overrides, shipped_voices)
+                        max_total_mb, overrides, shipped_voices, spoken_with)
     except BaseException:
         for folder in created:  # deepest first
             if folder.is_dir() and not any(folder.iterdir()):
@@ -190,16 +203,16 @@ def release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], de
 
 def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], default: dict[str, str], out_dir: Path,
              precisions: dict[str, str], max_total_mb: float, overrides: dict[str, dict[str, Any]] | None,
-             voices: dict[str, list[str]]) -> dict[str, Any]:
+             voices: dict[str, list[str]], spoken_with: dict[str, str]) -> dict[str, Any]:
     unknown = sorted(set(vocoders) - set(SHIPPED))
     if unknown:
         raise ReleaseError(f"unknown shipped vocoder(s) {unknown}; expected names from {sorted(SHIPPED)}")
-    if default["vocoder"] not in (GRIFFIN_LIM, *SHIPPED):
-        raise ReleaseError(f"default vocoder must be {GRIFFIN_LIM!r} or one of {sorted(SHIPPED)}, got {default['vocoder']!r}")
-    if (default["vocoder"] in SHIPPED and not vocoders.get(default["vocoder"])
-            and not (out_dir / _vocoder_rel(default["vocoder"])).is_file()):
-        raise ReleaseError(f"default vocoder {default['vocoder']!r} needs a vocoder checkpoint to ship "
-                           f"(vocoders.{default['vocoder']}=PATH)")
+    for role, name in [("default vocoder", default["vocoder"]),
+                       *((f"voice {voice!r}'s vocoder", name) for voice, name in spoken_with.items())]:
+        if name not in (GRIFFIN_LIM, *SHIPPED):
+            raise ReleaseError(f"{role} must be {GRIFFIN_LIM!r} or one of {sorted(SHIPPED)}, got {name!r}")
+        if name in SHIPPED and not vocoders.get(name) and not (out_dir / _vocoder_rel(name)).is_file():
+            raise ReleaseError(f"{role} {name!r} needs a vocoder checkpoint to ship (vocoders.{name}=PATH)")
     out_dir.mkdir(parents=True, exist_ok=True)
     # Build the whole release in a staging folder; only a release that passed every check replaces files.
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".release-") as tmp:
@@ -222,30 +235,40 @@ def _release(acoustic: dict[str, str | None], vocoders: dict[str, str | None], d
         total = sum(f["mb"] for f in files.values()) + sum(f["mb"] for f in kept.values())
         if total > max_total_mb:
             raise ReleaseError(f"shipped checkpoints total {total:.1f} MB > budget {max_total_mb} MB")
-        # Every shipped acoustic model must run with the default vocoder (the same mel definition).
-        if default["vocoder"] == GRIFFIN_LIM:
-            voc = load_vocoder(GRIFFIN_LIM)
-        else:
-            rel = _vocoder_rel(default["vocoder"])
-            voc = load_vocoder(stage / rel if rel in files else out_dir / rel)
+        # Every released acoustic model must run with its voice's vocoder, and with the default one (a model of
+        # no voice, or a checkpoint file given to tts.synthesize): the same mel definition.
+        def released_vocoder(name: str) -> Any:
+            if name == GRIFFIN_LIM:
+                return load_vocoder(GRIFFIN_LIM)
+            rel = _vocoder_rel(name)
+            return load_vocoder(stage / rel if rel in files else out_dir / rel)
+
+        loaded = {name: released_vocoder(name) for name in {default["vocoder"], *spoken_with.values()}}
+        voice_of = {model: voice for voice, models in voices.items() for model in models}
         for rel in files:
             if rel not in vocoder_rels:
-                voc.check_mel_config(checkpoint.load(stage / rel).mel_config, f"released {rel}")
-        summary = {"files": {**files, **kept}, "total_mb": total, "default": {**default, "voices": voices}}
+                mel_config = checkpoint.load(stage / rel).mel_config
+                for name in {default["vocoder"], spoken_with.get(voice_of.get(Path(rel).stem), default["vocoder"])}:
+                    loaded[name].check_mel_config(mel_config, f"released {rel}")
+        own = {voice: name for voice, name in spoken_with.items() if name != default["vocoder"]}
+        default = {k: v for k, v in default.items() if k != "voice_vocoders"}
+        summary = {"files": {**files, **kept}, "total_mb": total,
+                   "default": {**default, "voices": voices, **({"voice_vocoders": own} if own else {})}}
         for rel in files:
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(stage / rel, out_dir / rel)
             summary["files"][rel]["file"] = str(out_dir / rel)
     write_json_atomic(out_dir / "release.json", summary)
-    # the voices, their models, the default voice and the vocoder (tts.runtime.release.shipped_defaults reads
-    # it); every other inference setting lives in the shipped model's own config (`overrides`), read by tts.runtime
+    # the voices, their models, the default voice, the default vocoder and the voices' own (shipped_defaults
+    # reads it); every other inference setting lives in the shipped model's own config (`overrides`), read by tts.runtime
     write_json_atomic(out_dir / "default.json", summary["default"])
     return summary
 
 
 def synthesis_command(out_dir: Path, default: dict[str, Any]) -> str:
     """How to speak with the released folder (tts.synthesize takes the files; default.json is checkpoints/'s)."""
-    vocoder = str(out_dir / _vocoder_rel(default["vocoder"])) if default["vocoder"] in SHIPPED else default["vocoder"]
+    name = (default.get("voice_vocoders") or {}).get(default["voice"], default["vocoder"])  # the default voice's
+    vocoder = str(out_dir / _vocoder_rel(name)) if name in SHIPPED else name
     model = default["voices"][default["voice"]][0]
     return (f"python -m tts.synthesize --checkpoint {out_dir / (model + '.pt')} --vocoder {vocoder} "
             f"--text \"Hello there.\" --out hello.wav")

@@ -17,7 +17,7 @@ from tts import checkpoint
 from tts.errors import CheckpointError
 from tts.export import MANIFEST, export, sha256_file
 from tts.noise import NOISE_PERIOD, hash_noise
-from tts.paths import REPO_ROOT
+from tts.paths import CHECKPOINT_DIR, REPO_ROOT
 from tts.runtime.onnx_engine import FORMAT, OnnxEngine, OnnxExportError, export_is_current, read_manifest
 from tts.runtime.release import shipped_checkpoint
 from tts.runtime.torch_engine import TorchEngine
@@ -51,7 +51,7 @@ def test_render_matches_torch(exported: Path):
         params = voc.frame_params(mel)
         f0, voiced = voc.decode(params)
         expected = voc._render_whole(params, f0, voiced).numpy()
-    syn = Synthesis(**read_manifest(exported)["vocoder"]["synthesis"])
+    syn = Synthesis(**read_manifest(exported)["vocoders"]["source-filter"]["synthesis"])
     assert syn == voc.synthesis
     t = f0.shape[1]
     got, _ = render(RenderInput(f0.numpy(), voiced.numpy(), params.harmonic_cepstrum.numpy(), params.noise_cepstrum.numpy(),
@@ -61,7 +61,8 @@ def test_render_matches_torch(exported: Path):
 
 def test_manifest_describes_the_export(exported: Path):
     """Self-describing: each voice's decoding, controls (its checkpoint's own), frontend, source hash and graphs;
-    one vocoder; the noise table stored once for every graph that reads it."""
+    each voice's vocoder, exported once for the voices that share it; the noise table stored once for every
+    graph that reads it."""
     manifest = read_manifest(exported)
     assert manifest["default_voice"] == "nar" and set(manifest["voices"]) == {"nar", "nar_block"}
     for name, decoding, parts in (("nar", "parallel", {"acoustic"}), ("nar_block", "block", {"front", "block", "refine"})):
@@ -73,6 +74,11 @@ def test_manifest_describes_the_export(exported: Path):
         assert OnnxEngine.load(exported, voice=name).defaults == TorchEngine.from_paths(path, "source-filter").defaults
         assert voice["frontend"]["symbols"] and export_is_current(exported, name)
     assert manifest["voices"]["nar_block"]["controls"]["block_frames"] > 0
+    # both slt models speak through the shipped default vocoder: one entry, its graphs and its source's hash
+    assert {v["vocoder"] for v in manifest["voices"].values()} == set(manifest["vocoders"]) == {"source-filter"}
+    vocoder = manifest["vocoders"]["source-filter"]
+    assert manifest["sources"][vocoder["source"]]["sha256"] == sha256_file(CHECKPOINT_DIR / "vocoder" / "source_filter.pt")
+    assert vocoder["graph"] in manifest["graphs"] and vocoder["receptive_frames"] > 0
     assert manifest["mel_config"]["n_mels"] == 80
     assert all((exported / g["file"]).is_file() for g in manifest["graphs"].values())
     assert export_is_current(exported) and not export_is_current(exported, "no_such_voice")
@@ -81,12 +87,31 @@ def test_manifest_describes_the_export(exported: Path):
     readers = {name for name, g in manifest["graphs"].items() if table in g.get("external_data", [])}
     assert readers == {"nar.acoustic", "nar_block.refine"}
     assert (exported / table).stat().st_size == 4 * 2**20
-    # Weights that float16 holds exactly are stored as float16.  The int8 NARs (issue 31) dequantise to float32
-    # values (int8 x an fp16 scale) that float16 does not hold, so their graphs store float32: two voices take
-    # 66 MB on disk (37 MB with fp16 checkpoints).  Storing them as int8 in the graphs (DequantizeLinear) is open.
-    assert all((exported / g["file"]).stat().st_size < 32e6 for g in manifest["graphs"].values())
+    # Weights stored in their smallest exact form (tts.export.exact_int8, float16): the int8 NARs' weights as int8
+    # codes and scales, as in their checkpoints.  Two voices and the vocoder: 23.8 MB (67.9 MB when the int8
+    # weights were stored as the float32 values they dequantise to).
+    assert all((exported / g["file"]).stat().st_size < 10e6 for g in manifest["graphs"].values())
     total = sum(f.stat().st_size for f in exported.iterdir())
-    assert total < 70e6, total
+    assert total < 30e6, total
+
+
+def test_int8_weights_are_stored_as_int8_in_the_graphs_exactly():
+    """exact_int8 finds a checkpoint's int8 weights (tts.checkpoint.pack_weights) in the float32 values they
+    dequantise to, transposed or not, and gives codes and scales whose float32 product is each value bit for bit;
+    a tensor that is not such a product is left alone (None)."""
+    from tts.checkpoint import pack_weights, unpack_weights
+    from tts.export import exact_int8
+
+    torch.manual_seed(0)
+    weight = torch.randn(48, 64, 3) * torch.rand(48, 1, 1)
+    weight[5] = 0.0  # an all-zero channel
+    values = unpack_weights(pack_weights({"w": weight}, "int8"))["w"].numpy()
+    for tensor in (values, values.transpose(2, 1, 0).copy(), values.reshape(48, -1).T.copy()):
+        codes, scale = exact_int8(tensor)
+        assert codes.dtype == np.int8 and np.abs(codes).max() <= 127
+        np.testing.assert_array_equal(codes.astype(np.float32) * scale, tensor)
+    assert exact_int8(weight.numpy()) is None
+    assert exact_int8(weight.half().float().numpy()) is None  # float16 values: stored as float16 instead
 
 
 def test_an_old_export_format_is_refused_with_the_command(exported: Path, tmp_path: Path):

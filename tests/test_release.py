@@ -245,7 +245,10 @@ def test_release_config_reproduces_the_shipped_voice():
     cfg = OmegaConf.load(CONF_DIR / "release.yaml")
     shipped = json.loads((CHECKPOINT_DIR / "default.json").read_text())
     released = {v: [m for m in models if (CHECKPOINT_DIR / f"{m}.pt").is_file()] for v, models in cfg.default.voices.items()}
-    assert {**OmegaConf.to_container(cfg.default), "voices": {v: m for v, m in released.items() if m}} == shipped
+    released = {v: m for v, m in released.items() if m}
+    expected = {**OmegaConf.to_container(cfg.default), "voices": released}
+    own = {v: name for v, name in expected.pop("voice_vocoders").items() if v in released}
+    assert {**expected, **({"voice_vocoders": own} if own else {})} == shipped
     assert "checkpoints" not in str(cfg.out_dir) and cfg.force is False
     for name in json.loads((CHECKPOINT_DIR / "release.json").read_text())["files"]:
         if name.startswith("vocoder/"):
@@ -295,3 +298,56 @@ def test_release_stores_each_file_at_its_own_precision(sources, tmp_path):
         release(sources, {}, default, tmp_path / "c", precisions={"nar": "int4"})
     # a known model not released this time may keep its precision entry (conf/release.yaml names nar_block)
     release({**sources, "nar_block": None}, {}, default, tmp_path / "d", precisions={"nar_block": "int8"})
+
+
+# --- issue 31: a voice speaks through its own vocoder (default.json "voice_vocoders") --------------------------
+
+
+def test_a_voice_with_its_own_vocoder_is_released_with_it(tmp_path):
+    """joe's model and joe's vocoder: default.json maps the voice to it, the file ships beside the default one;
+    a voice the release does not ship loses its entry; a voice whose vocoder is missing, or an entry for no
+    voice, is refused before anything is written."""
+    nar = str(tiny_checkpoint(tmp_path / "nar.ckpt", "nonautoregressive", **TINY["nonautoregressive"]))
+    joe = str(tiny_checkpoint(tmp_path / "joe.ckpt", "nonautoregressive", **TINY["nonautoregressive"]))
+    vocoders = {"source-filter": str(tiny_source_filter_checkpoint(tmp_path / "sf.pt")),
+                "source-filter-joe": str(tiny_source_filter_checkpoint(tmp_path / "sf_joe.pt"))}
+    default = {"voice": "slt", "vocoder": "source-filter", "voices": {"slt": ["nar"], "joe": ["nar_joe"]},
+               "voice_vocoders": {"joe": "source-filter-joe"}}
+    out = tmp_path / "rel"
+    summary = release({"nar": nar, "nar_joe": joe}, vocoders, default, out)
+    assert json.loads((out / "default.json").read_text()) == default
+    assert {"vocoder/source_filter.pt", "vocoder/source_filter_joe.pt"} <= set(summary["files"])
+    assert summary["files"]["vocoder/source_filter_joe.pt"]["source"] == vocoders["source-filter-joe"]
+    # joe not released: neither its voice nor its vocoder entry stays (and its vocoder need not be given)
+    alone = tmp_path / "alone"
+    release({"nar": nar, "nar_joe": None}, {"source-filter": vocoders["source-filter"]}, default, alone)
+    assert json.loads((alone / "default.json").read_text()) == {"voice": "slt", "vocoder": "source-filter",
+                                                                "voices": {"slt": ["nar"]}}
+    with pytest.raises(ReleaseError, match="voice 'joe'.s vocoder 'source-filter-joe' needs a vocoder checkpoint"):
+        release({"nar": nar, "nar_joe": joe}, {"source-filter": vocoders["source-filter"]}, default, tmp_path / "x")
+    with pytest.raises(ReleaseError, match=r"voice_vocoders names \['bob'\]: no such voice"):
+        release({"nar": nar}, vocoders, {**default, "voice_vocoders": {"bob": "source-filter-joe"}}, tmp_path / "y")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_the_runtime_gives_each_voice_its_own_vocoder(tmp_path, monkeypatch):
+    """tts.runtime.release reads default.json's "voice_vocoders": the voice's vocoder, its models' vocoder, the
+    default one for other voices and for checkpoint files; a malformed entry is a CheckpointError."""
+    from tts.errors import CheckpointError
+    from tts.runtime import release as runtime_release
+
+    path = tmp_path / "default.json"
+    monkeypatch.setattr(runtime_release, "DEFAULTS_FILE", path)
+    default = {"voice": "slt", "vocoder": "source-filter", "voices": {"slt": ["nar", "ar"], "joe": ["nar_joe"]},
+               "voice_vocoders": {"joe": "source-filter-joe"}}
+    path.write_text(json.dumps(default))
+    assert runtime_release.voice_vocoder("joe") == runtime_release.model_vocoder("nar_joe") == "source-filter-joe"
+    assert runtime_release.voice_vocoder("slt") == runtime_release.model_vocoder("ar") == "source-filter"
+    assert runtime_release.voice_vocoder() == runtime_release.model_vocoder(None) == "source-filter"
+    # the ONNX export holds each model with its voice's vocoder: another vocoder is a request it cannot serve
+    assert runtime_release.non_default_choices(None, "source-filter-joe", "cpu", "nar_joe") == []
+    assert runtime_release.non_default_choices(None, "source-filter", "cpu", "nar_joe") == ["vocoder source-filter"]
+    for bad in ({"bob": "source-filter"}, {"joe": 3}, ["joe"]):
+        path.write_text(json.dumps({**default, "voice_vocoders": bad}))
+        with pytest.raises(CheckpointError, match="'voice_vocoders' must map shipped voices"):
+            runtime_release.shipped_defaults()

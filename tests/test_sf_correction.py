@@ -97,10 +97,16 @@ def test_the_onnx_engine_runs_the_corrected_vocoder_as_torch_does(mel_config: Me
         model.correction.head.bias.normal_(0, 0.3)
     path = tmp_path / "corrected.pt"
     checkpoint.save(path, model.eval(), vocoder_meta(node, mel_config))
-    export(tmp_path / "onnx", acoustic=str(CHECKPOINT_DIR / "nar.pt"), vocoder=str(path))
+    # two voices, each with its own vocoder: nar_block with this one, nar with its voice's (the shipped default)
+    export(tmp_path / "onnx", acoustic=[CHECKPOINT_DIR / "nar.pt", CHECKPOINT_DIR / "nar_block.pt"],
+           vocoder={"nar_block": str(path)})
     manifest = read_manifest(tmp_path / "onnx")
-    assert manifest["vocoder"]["correction"]["graph"] == "vocoder_correction"
-    engine = OnnxEngine.load(tmp_path / "onnx")
+    assert manifest["voices"]["nar_block"]["vocoder"] == "corrected"  # a vocoder file's key: its stem
+    assert manifest["voices"]["nar"]["vocoder"] == "source-filter"
+    assert manifest["vocoders"]["corrected"]["correction"]["graph"] == "corrected.vocoder_correction"
+    engine = OnnxEngine.load(tmp_path / "onnx", voice="nar_block")
+    plain = OnnxEngine.load(tmp_path / "onnx", voice="nar")
+    assert plain.vocoder["graph"] == "source-filter.vocoder" and engine.vocoder["graph"] == "corrected.vocoder"
 
     vocoder = load_vocoder(path, mel_config=mel_config)
     wave = load_wav(real_wav, 22050)[: 120 * 256]
@@ -109,6 +115,9 @@ def test_the_onnx_engine_runs_the_corrected_vocoder_as_torch_does(mel_config: Me
     assert abs(ref).max() > 0.05
     [whole] = engine.vocode(MelBatch(mel.numpy(), np.array([120]), np.array([False])))
     assert np.abs(whole - ref).max() < 1e-3
+    [other] = plain.vocode(MelBatch(mel.numpy(), np.array([120]), np.array([False])))  # the other voice's vocoder
+    shipped_ref = load_vocoder(str(shipped), mel_config=mel_config)(mel).wave[0].numpy()
+    assert np.abs(other - shipped_ref).max() < 1e-3 and np.abs(other - whole).max() > 1e-2
     stream = engine.vocoder_stream()
     parts = [stream.push(mel[..., i : i + 17].numpy()) for i in range(0, 120, 17)] + [stream.finish()]
     assert np.abs(np.concatenate(parts) - whole).max() <= STREAM_TOLERANCE  # onnxruntime's sums over other windows

@@ -16,7 +16,7 @@ import soundfile as sf
 import tts
 from recipes.bench.speech_server import SpeechServer
 from tts.paths import REPO_ROOT
-from tts.runtime.release import UnknownVoiceError, model_voice, shipped_defaults, voice_model
+from tts.runtime.release import UnknownVoiceError, model_voice, shipped_defaults, voice_model, voice_vocoder
 
 VOICES = shipped_defaults()["voices"]
 DEFAULT = shipped_defaults()["voice"]
@@ -98,7 +98,7 @@ def test_evaluation_and_listening_specs_name_a_voice():
     for voice, models in VOICES.items():
         (spec,) = parse_systems({"s": {"kind": "acoustic", "voice": voice}})
         assert spec.voice == voice and Path(spec.checkpoint).name == f"{models[0]}.pt"
-        assert spec.vocoder == shipped_defaults()["vocoder"] and spec.spec()["voice"] == voice
+        assert spec.vocoder == voice_vocoder(voice) and spec.spec()["voice"] == voice
         assert parse_synth(f"s=voice:{voice},k=2").checkpoint == spec.checkpoint
     with pytest.raises(EvaluationConfigError, match="unknown voice 'nobody'"):
         parse_systems({"s": {"kind": "acoustic", "voice": "nobody"}})

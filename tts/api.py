@@ -134,7 +134,8 @@ def load(model: str | None = None, *, voice: str | None = None, checkpoint: str 
          threads: int | None = None, lexicon: str | Path | None = None) -> Voice:
     """The voice: a shipped `voice` ("slt", "joe"; default: checkpoints/default.json's) and `model`, one of its
     acoustic models ("nar", "nar_block", "ar" for slt; default: the voice's first), or an acoustic `checkpoint`
-    file, with `vocoder` (default: default.json's).  An unknown voice or model is a ValueError naming the shipped
+    file, with `vocoder` (default: the voice's own, `tts.runtime.release.voice_vocoder`).  An unknown voice or
+    model is a ValueError naming the shipped
     ones.  runtime: "auto" (the ONNX export when it holds the model, is current and is asked for, else torch),
     "torch", or "onnx" (the export in `onnx_dir`, default checkpoints/onnx, run by onnxruntime without torch);
     `threads`: CPU threads.  `lexicon`: a user lexicon file (word TAB phones; tts.text.lexicon) whose
@@ -174,8 +175,8 @@ def load(model: str | None = None, *, voice: str | None = None, checkpoint: str 
     if pipeline.engine.name == "onnx":
         name = f"onnx:{shipped}"
     else:
-        from tts.runtime.release import shipped_defaults
+        from tts.runtime.release import model_vocoder
 
         stem = Path(checkpoint).stem if checkpoint is not None else shipped
-        name = f"{stem}+{vocoder or shipped_defaults()['vocoder']}"
+        name = f"{stem}+{vocoder or model_vocoder(shipped)}"
     return Voice(pipeline, name, model_voice(shipped) if shipped is not None else None)

@@ -2,8 +2,8 @@
 
 Writes every shipped NAR of every shipped voice (checkpoints/default.json; the default voice's model first:
 the NAR with its flow-matching refiner, the block-wise NAR checkpoints/nar_block.pt, another voice's model)
-and the default vocoder (the source-filter vocoder, one for every voice) as ONNX graphs plus `manifest.json`
-(format tts-onnx-v4), which `tts.runtime.onnx_engine.OnnxEngine` runs with onnxruntime (no torch).  The
+and each voice's vocoder (the source-filter vocoder: the default one, or a voice's own) as ONNX graphs plus
+`manifest.json` (format tts-onnx-v5), which `tts.runtime.onnx_engine.OnnxEngine` runs with onnxruntime (no torch).  The
 manifest's "voices" are these models, each named by its checkpoint's stem (the shipped voice that a model
 speaks with is default.json's business); `--checkpoint` (repeatable) exports others.
 
@@ -20,10 +20,11 @@ A block-wise voice, three graphs the engine strings together block by block (tts
                     next_<cache>
     VOICE.refine    coarse [B, M, w], cond [B, D, w], frame_mask [B, w], noise_offsets [B], first_frame [] int64,
                     temperature [], refine_steps [] -> mels [B, M, w] raw log-mel
-and for every voice
-    vocoder.onnx    mel [B, M, T] raw log-mel -> f0 [B, T] Hz, voiced [B, T] 0/1,
+and for every vocoder a voice speaks with (manifest "vocoders", named KEY: "source-filter", "source-filter-joe";
+a voice's entry names its own)
+    KEY.vocoder     mel [B, M, T] raw log-mel -> f0 [B, T] Hz, voiced [B, T] 0/1,
                     harmonic_cepstrum [B, T, Lh], noise_cepstrum [B, T, Ln]
-    vocoder_correction.onnx   (a vocoder with its magnitude correction only) mel [B, M, F], the rendered wave's
+    KEY.vocoder_correction   (a vocoder with its magnitude correction only) mel [B, M, F], the rendered wave's
                     STFT magnitude [B, N/2 + 1, F] -> log_gain [B, N/2 + 1, F]
 
 The graphs are the models' own inference maths, traced and scripted, not re-written: the encoder and variance
@@ -35,10 +36,11 @@ so the ONNX engine computes nothing of the model.  The vocoder graph is the netw
 decoding; the DSP render (oscillator, filters, overlap-add) is tts.vocoder.render, the one render the torch
 vocoder trains and speaks with, run on numpy, and so is the correction's STFT stage (tts.vocoder.correction).
 
-Size: the checkpoints hold float16 weights; a graph stores each float32 weight that float16 holds exactly as
-float16 plus a Cast (`_store_exact_halves`: the same values, half the bytes), and the refiner's 4.2 MB noise table
-is one external-data file that every graph drawing noise reads (`_share_noise_table`).  Both voices and the
-vocoder: 36.3 MB (the default voice alone was 37.8 MB before).
+Size: the checkpoints hold int8 or float16 weights; a graph stores each float32 weight in the smallest form that
+holds it exactly (`_store_exact_small`): int8 codes times a scale per channel (a quarter of the bytes), else
+float16 (half), cast back at load; and the refiner's 4.2 MB noise table is one external-data file that every graph
+drawing noise reads (`_share_noise_table`).  The two slt models and the vocoder: 23.8 MB (67.9 MB with the int8
+weights stored as float32).
 
 The manifest records what a runtime needs and nothing it could get wrong silently: the mel config, per voice
 its decoding, text frontend (symbol table, length limit), default controls (the checkpoint's own) and graphs,
@@ -280,49 +282,80 @@ def _export_graph(module: nn.Module, args: tuple, path: Path, inputs: list[str],
                       dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
     _ort_optimised(raw, path)
     raw.unlink()
-    _store_exact_halves(path)
+    _store_exact_small(path)
 
 
-# How the graphs store their weights (recorded in the manifest): the checkpoints hold float16 weights, which the
-# models compute with in float32, so most float32 initializers of a graph are float16 values exactly.
-WEIGHT_STORAGE = "float16 where exact, cast to float32 at load"
-_MIN_HALVED = 1024  # values: smaller initializers (shapes, scalars) are not worth a Cast node
+# How the graphs store their weights (recorded in the manifest): the checkpoints hold float16 or int8 weights
+# (recipes.release precisions), which the models compute with in float32, so most float32 initializers of a graph
+# are exactly int8 values times one scale per channel, or float16 values.
+WEIGHT_STORAGE = "int8 x per-channel scale, else float16, where exact; float32 at load"
+_MIN_STORED_SMALL = 1024  # values: smaller initializers (shapes, scalars) are not worth the extra nodes
 
 
-def _store_exact_halves(path: Path) -> None:
-    """Rewrite, in place, every float32 initializer of `path` (>= _MIN_HALVED values, in the main graph and in
-    Loop bodies) that float16 represents exactly as a float16 initializer plus a Cast back to float32: the
-    same values (so the same results, bit for bit) in half the bytes.  onnxruntime folds the Casts into float32
-    initializers when it loads the graph (constant folding), so a run computes exactly as before."""
+def exact_int8(values: "np.ndarray") -> "tuple[np.ndarray, np.ndarray] | None":
+    """float32 `values` as int8 codes times one float32 scale per slice along some axis, exactly (every value
+    equal, bit for bit, to code * scale in float32), or None.  An int8 checkpoint (tts.checkpoint.pack_weights:
+    codes in [-127, 127], a float16 scale per output channel, the channel's largest |value| = 127 * scale) gives
+    such tensors; the export may have transposed them, so each axis is tried.  -> (codes, scale broadcastable)."""
+    import numpy as np
+
+    for axis in range(values.ndim):
+        others = tuple(i for i in range(values.ndim) if i != axis)
+        peak = np.abs(values).max(axis=others, keepdims=True)
+        scale = (peak / 127).astype(np.float16).astype(np.float32)
+        scale[scale == 0] = 1.0  # an all-zero channel: codes 0
+        codes = np.round(values / scale)
+        if np.abs(codes).max() <= 127:
+            codes = codes.astype(np.int8)
+            if np.array_equal(codes.astype(np.float32) * scale, values):
+                return codes, scale
+    return None
+
+
+def _store_exact_small(path: Path) -> None:
+    """Rewrite, in place, every float32 initializer of `path` (>= _MIN_STORED_SMALL values, in the main graph and
+    in Loop bodies) in the smallest form that holds it exactly: int8 codes and a float32 scale per channel
+    (`exact_int8`) with Cast + Mul back to float32 (a quarter of the bytes), else float16 with a Cast back (half).
+    The same values, so the same results bit for bit: float32(code) * scale is the one float32 product that
+    tts.checkpoint.unpack_weights computes.  onnxruntime folds the Casts and Muls into float32 initializers when
+    it loads the graph (constant folding), so a run computes exactly as before."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     model = onnx.load(str(path))
 
-    def halve(graph: onnx.GraphProto) -> None:
-        kept, casts = [], []
+    def shrink(graph: onnx.GraphProto) -> None:
+        kept, nodes = [], []
         for init in graph.initializer:
-            if init.data_type == TensorProto.FLOAT and int(np.prod(init.dims)) >= _MIN_HALVED:
+            if init.data_type == TensorProto.FLOAT and int(np.prod(init.dims)) >= _MIN_STORED_SMALL:
                 values = numpy_helper.to_array(init)
+                quantised = exact_int8(values)
+                if quantised is not None:
+                    codes, scale = quantised
+                    kept += [numpy_helper.from_array(codes, f"{init.name}.int8"),
+                             numpy_helper.from_array(scale, f"{init.name}.int8_scale")]
+                    nodes += [helper.make_node("Cast", [f"{init.name}.int8"], [f"{init.name}.int8_float"], to=TensorProto.FLOAT),
+                              helper.make_node("Mul", [f"{init.name}.int8_float", f"{init.name}.int8_scale"], [init.name])]
+                    continue
                 half = values.astype(np.float16)
                 if np.array_equal(half.astype(np.float32), values):
                     kept.append(numpy_helper.from_array(half, f"{init.name}.float16"))
-                    casts.append(helper.make_node("Cast", [f"{init.name}.float16"], [init.name], to=TensorProto.FLOAT))
+                    nodes.append(helper.make_node("Cast", [f"{init.name}.float16"], [init.name], to=TensorProto.FLOAT))
                     continue
             kept.append(init)
         for node in graph.node:
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.GRAPH:
-                    halve(attr.g)
-        if casts:
+                    shrink(attr.g)
+        if nodes:
             del graph.initializer[:]
             graph.initializer.extend(kept)
-            nodes = casts + list(graph.node)
+            nodes += list(graph.node)
             del graph.node[:]
             graph.node.extend(nodes)
 
-    halve(model.graph)
+    shrink(model.graph)
     onnx.save(model, str(path))
 
 
@@ -496,32 +529,85 @@ def default_voices() -> list[Path]:
     return [paths[0]] + [p for p in paths[1:] if read_raw(p)["tts"]["model_config"].get("_target_") == nar]
 
 
-def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | None = None,
-           vocoder: str | None = None) -> ExportResult:
-    """Export voices (acoustic checkpoints; default `default_voices()`, the first being the default voice) and
-    one source-filter vocoder (default: the shipped one) into `out_dir`; returns the manifest written there.
-    A voice is named by its checkpoint's file stem."""
-    from tts.models.blockwise import BLOCK_STATE, receptive_half_width
-    from tts.runtime.release import shipped_defaults
+def shipped_vocoder_of(path: Path) -> str:
+    """The vocoder an acoustic checkpoint speaks with: its shipped voice's (tts.runtime.release.model_vocoder)
+    when it is a shipped model's file, else the default vocoder."""
+    from tts.paths import CHECKPOINT_DIR
+    from tts.runtime.release import model_vocoder
+
+    shipped = (CHECKPOINT_DIR / f"{path.stem}.pt").resolve() == path.resolve()
+    return model_vocoder(path.stem if shipped else None)
+
+
+def vocoder_key(name: str) -> str:
+    """A vocoder's name in the manifest and its graphs' file names: a shipped name as it is ("source-filter"),
+    a checkpoint file by its stem (characters other than letters, digits, '-' and '_' as '_')."""
+    from tts.vocoder.registry import SHIPPED
+
+    return name if name in SHIPPED else "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(name).stem)
+
+
+def export_vocoder(out: Path, name: str, mel_config: Any) -> tuple[dict[str, Any], dict[str, Any], Path]:
+    """One source-filter vocoder's graphs into `out`: -> (its manifest entry, its graphs' entries, its file).
+    Graphs "KEY.vocoder" (network + F0 decoding) and, with a magnitude correction, "KEY.vocoder_correction"."""
     from tts.vocoder.registry import SHIPPED, load_vocoder
     from tts.vocoder.source_filter import SourceFilterVocoder
+
+    key = vocoder_key(name)
+    voc = load_vocoder(name, mel_config)
+    if not isinstance(voc, SourceFilterVocoder):
+        raise ValueError(f"vocoder {name!r}: only the source-filter vocoder exports (its DSP runs in numpy), "
+                         f"got {type(voc).__name__}")
+    voc = voc.float().eval()
+    graphs = {f"{key}.vocoder": {"file": f"{key}.vocoder.onnx"}}
+    with _export_attention():
+        _export_graph(VocoderFrames(voc), (torch.randn(1, mel_config.n_mels, 23) - 5.0,), out / f"{key}.vocoder.onnx",
+                      ["mel"], ["f0", "voiced", "harmonic_cepstrum", "noise_cepstrum"],
+                      {"mel": {0: "B", 2: "T"}, "f0": {0: "B", 1: "T"}, "voiced": {0: "B", 1: "T"},
+                       "harmonic_cepstrum": {0: "B", 1: "T"}, "noise_cepstrum": {0: "B", 1: "T"}})
+    correction = {}
+    if voc.correction is not None:  # the magnitude correction's network; its DSP is tts.vocoder.correction
+        c = voc.correction
+        with _export_attention():
+            _export_graph(CorrectionGains(c), (torch.randn(1, mel_config.n_mels, 23) - 5.0,
+                                               torch.rand(1, c.fft_size // 2 + 1, 23)),
+                          out / f"{key}.vocoder_correction.onnx", ["mel", "magnitude"], ["log_gain"],
+                          {"mel": {0: "B", 2: "F"}, "magnitude": {0: "B", 2: "F"}, "log_gain": {0: "B", 2: "F"}})
+        graphs[f"{key}.vocoder_correction"] = {"file": f"{key}.vocoder_correction.onnx"}
+        correction = {"correction": {"graph": f"{key}.vocoder_correction", "fft_size": c.fft_size,
+                                     "receptive_frames": c.receptive_frames}}
+    # Synthesis: the DSP settings; receptive_frames: the network's reach (streaming)
+    entry = {"synthesis": voc.synthesis.to_dict(), "source": f"vocoder:{key}", "graph": f"{key}.vocoder",
+             "receptive_frames": voc.receptive_frames, **correction}
+    return entry, graphs, SHIPPED[name][0] if name in SHIPPED else Path(name)
+
+
+def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | None = None,
+           vocoder: str | dict[str, str] | None = None) -> ExportResult:
+    """Export voices (acoustic checkpoints; default `default_voices()`, the first being the default voice), each
+    with its source-filter vocoder (`vocoder`: one for all of them, or voice name -> vocoder; a voice it does not
+    name: a shipped model's voice's own, else the shipped default vocoder) into `out_dir`; returns the manifest
+    written there.  A voice is named by its checkpoint's file stem; a vocoder several voices share is exported once."""
+    from tts.models.blockwise import BLOCK_STATE, receptive_half_width
 
     paths = default_voices() if acoustic is None else [Path(acoustic)] if isinstance(acoustic, (str, Path)) else \
         [Path(p) for p in acoustic]
     names = [p.stem for p in paths]
     if not paths or len(set(names)) != len(names):
         raise ValueError(f"need one or more acoustic checkpoints with distinct file names, got {[str(p) for p in paths]}")
-    vocoder_name = vocoder or shipped_defaults()["vocoder"]
+    if isinstance(vocoder, dict) and set(vocoder) - set(names):
+        raise ValueError(f"vocoders for {sorted(set(vocoder) - set(names))}: no such voice (voices: {names})")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     voices: dict[str, Any] = {}
     graphs: dict[str, Any] = {}
     sources: dict[str, Any] = {}
+    vocoders: dict[str, Any] = {}
     mel_config = None
     for name, path in zip(names, paths):
         loaded, model = _load_acoustic(path)
         if mel_config is not None and loaded.mel_config != mel_config:
-            raise ValueError(f"{path}: its mel config differs from {paths[0]}'s (one vocoder serves every voice)")
+            raise ValueError(f"{path}: its mel config differs from {paths[0]}'s (one mel definition serves every voice)")
         mel_config = loaded.mel_config
         block = model.block_prenet is not None
         with _export_attention():  # traced with the export's attention (_attention_for_export)
@@ -531,57 +617,39 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
         for part in specs:
             graphs[f"{name}.{part}"] = {"file": f"{name}.{part}.onnx"}
         sources[name] = file_entry(path, path=_portable(path))
+        chosen = vocoder.get(name) if isinstance(vocoder, dict) else vocoder
+        vocoder_name = chosen or shipped_vocoder_of(path)
+        key = vocoder_key(vocoder_name)
+        if key not in vocoders:
+            vocoders[key], vocoder_graphs, vocoder_file = export_vocoder(out, vocoder_name, mel_config)
+            graphs.update(vocoder_graphs)
+            sources[vocoders[key]["source"]] = file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file))
         voices[name] = {
             "decoding": "block" if block else "parallel",
             "source": name,
+            "vocoder": key,
             "frontend": loaded.meta.frontend,
             "controls": model.inference_spec().defaults,  # the voice's own: Controls' defaults on the ONNX engine
             "graphs": {part: f"{name}.{part}" for part in specs},
             **({"block": {"state": list(BLOCK_STATE), "past_frames": int(model.block_past_frames),
                           "refiner_half_width": receptive_half_width(model.refiner)}} if block else {}),
         }
-
-    voc = load_vocoder(vocoder_name, mel_config)
-    if not isinstance(voc, SourceFilterVocoder):
-        raise ValueError(f"vocoder {vocoder_name!r}: only the source-filter vocoder exports (its DSP runs in numpy), "
-                         f"got {type(voc).__name__}")
-    voc = voc.float().eval()
-    vocoder_file = SHIPPED[vocoder_name][0] if vocoder_name in SHIPPED else Path(vocoder_name)
-    with _export_attention():
-        _export_graph(VocoderFrames(voc), (torch.randn(1, mel_config.n_mels, 23) - 5.0,), out / "vocoder.onnx", ["mel"],
-                      ["f0", "voiced", "harmonic_cepstrum", "noise_cepstrum"],
-                      {"mel": {0: "B", 2: "T"}, "f0": {0: "B", 1: "T"}, "voiced": {0: "B", 1: "T"},
-                       "harmonic_cepstrum": {0: "B", 1: "T"}, "noise_cepstrum": {0: "B", 1: "T"}})
-    graphs["vocoder"] = {"file": "vocoder.onnx"}
-    correction = {}
-    if voc.correction is not None:  # the magnitude correction's network; its DSP is tts.vocoder.correction
-        c = voc.correction
-        with _export_attention():
-            _export_graph(CorrectionGains(c), (torch.randn(1, mel_config.n_mels, 23) - 5.0,
-                                               torch.rand(1, c.fft_size // 2 + 1, 23)),
-                          out / "vocoder_correction.onnx", ["mel", "magnitude"], ["log_gain"],
-                          {"mel": {0: "B", 2: "F"}, "magnitude": {0: "B", 2: "F"}, "log_gain": {0: "B", 2: "F"}})
-        graphs["vocoder_correction"] = {"file": "vocoder_correction.onnx"}
-        correction = {"correction": {"graph": "vocoder_correction", "fft_size": c.fft_size,
-                                     "receptive_frames": c.receptive_frames}}
     readers = _share_noise_table(out, [out / g["file"] for g in graphs.values()])
     for entry in graphs.values():
         entry.update(file_entry(out / entry["file"]), **({"external_data": [NOISE_TABLE_FILE]} if entry["file"] in readers else {}))
-    sources["vocoder"] = file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file))
     manifest = {
         "format": FORMAT,
         "default_voice": names[0],
         "mel_config": mel_config.to_dict(),
         "voices": voices,
-        "vocoder": {"synthesis": voc.synthesis.to_dict(), "source": "vocoder", "graph": "vocoder",
-                    "receptive_frames": voc.receptive_frames, **correction},  # Synthesis: the DSP settings; receptive_frames: the network's reach (streaming)
+        "vocoders": vocoders,
         "sources": sources,
         "graphs": graphs,
         "external_data": {NOISE_TABLE_FILE: file_entry(out / NOISE_TABLE_FILE)} if readers else {},
         "exporter": {"torch": torch.__version__, "opset": OPSET, "weights": WEIGHT_STORAGE},
     }
     for stale in set(out.glob("*.onnx")) - {out / g["file"] for g in graphs.values()} - {out / f for f in manifest["external_data"]}:
-        stale.unlink()  # a graph of an earlier export (another voice, the v2 layout) that nothing lists now
+        stale.unlink()  # a graph of an earlier export (another voice, the v4 layout) that nothing lists now
     tmp = out / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=1) + "\n")
     tmp.replace(out / MANIFEST)  # the manifest last: a half-written export has none and is refused
@@ -608,7 +676,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint", type=Path, action="append", default=None,
                    help="a NAR checkpoint to export as a voice (repeat for more; the first is the default voice; "
                         "default: the shipped default model and the shipped block-mode NAR)")
-    p.add_argument("--vocoder", default=None, help="source-filter vocoder name or checkpoint (default: the shipped one)")
+    p.add_argument("--vocoder", default=None, help="source-filter vocoder name or checkpoint for every voice "
+                                                   "(default: each shipped voice's own, else the shipped default)")
     args = p.parse_args(argv)
     from tts.checkpoint import CheckpointError
 

@@ -21,12 +21,13 @@ source-filter vocoder, block by block inside each sentence; otherwise a sentence
 reconstructs phase over a whole sentence's spectrogram, so it is vocoded per sentence).
 
 Voices (--voice, --list-voices): the shipped voices of checkpoints/default.json, each with its acoustic models
-(--model picks another of the voice's); one vocoder serves them all.
+(--model picks another of the voice's), each speaking through its own vocoder (default.json's "voice_vocoders",
+else the default vocoder) unless --vocoder names another.
 
 Runtime (--runtime): "torch" runs the checkpoints; "onnx" runs the ONNX export of the shipped NAR models
 (`python -m tts.export --out checkpoints/onnx`) with onnxruntime and numpy, without importing torch;
 "auto" (the default) takes onnx when that export holds the model, is current (its source checkpoints' hashes
-match) and the run asks for nothing it lacks (the default vocoder on the CPU), else torch.
+match) and the run asks for nothing it lacks (the voice's own vocoder on the CPU), else torch.
 
 Input: --text, --text-file (UTF-8, or UTF-16/UTF-32 with a BOM; at most MAX_TEXT_BYTES) or stdin.
 Checkpoints are data: a file that needs code to load is refused (exit 4).
@@ -172,7 +173,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="one of the voice's shipped acoustic models (default: the voice's first; --list-voices), "
                         "e.g. slt's nar, nar_block (the block-wise NAR) or ar")
     p.add_argument("--checkpoint", type=given_path, default=None, help="acoustic checkpoint file (overrides --model)")
-    p.add_argument("--vocoder", default=None, help="source-filter | griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder (default: checkpoints/default.json)")
+    p.add_argument("--vocoder", default=None, help="source-filter | griffin-lim | hifigan | speechbrain-lj | checkpoint path | SpeechBrain folder (default: the voice's, checkpoints/default.json)")
     p.add_argument("--refine-steps", type=int, default=None, help="NAR: K refinement steps in [0, 32] (0 = coarse mel)")
     p.add_argument("--temperature", type=float, default=None,
                    help="NAR: refiner start-noise scale in [0, 2] (default: the checkpoint's; 0 = deterministic)")

@@ -46,12 +46,12 @@ class SystemSpec:
 
     def __post_init__(self) -> None:
         if self.kind == "acoustic" and self.voice is not None:
-            from tts.runtime.release import shipped_checkpoint, shipped_defaults, voice_model
+            from tts.runtime.release import shipped_checkpoint, voice_model, voice_vocoder
 
             if self.checkpoint is None:  # frozen: the resolved checkpoint is set once, here
                 object.__setattr__(self, "checkpoint", str(shipped_checkpoint(voice_model(self.voice))))
             if self.vocoder is None:
-                object.__setattr__(self, "vocoder", shipped_defaults()["vocoder"])
+                object.__setattr__(self, "vocoder", voice_vocoder(self.voice))  # the voice's own
         if self.kind not in SYSTEM_KINDS:
             raise ValueError(f"system {self.name!r}: unknown kind {self.kind!r}; expected one of {list(SYSTEM_KINDS)}")
         if self.kind == "acoustic" and (self.checkpoint is None or self.vocoder is None):

@@ -13,7 +13,7 @@ from tts.evaluation.systems import SYSTEM_VOCODER, SystemSpec
 def parse_synth(spec: str) -> SystemSpec:
     """NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T] -> an acoustic SystemSpec (the evaluation's type);
     e.g. nar_k4=checkpoints/nar.pt,vocoder=hifigan,k=4.  CHECKPOINT `voice:NAME` is a shipped voice (its first
-    model and, unless vocoder= is given, the shipped vocoder), e.g. joe=voice:joe"""
+    model and, unless vocoder= is given, the voice's own vocoder), e.g. joe=voice:joe"""
     if "=" not in spec:
         raise ValueError(f"bad --synth {spec!r}: expected NAME=CHECKPOINT[,vocoder=V][,k=K][,temperature=T]")
     name, rest = spec.split("=", 1)
@@ -31,7 +31,7 @@ def parse_synth(spec: str) -> SystemSpec:
             raise ValueError(f"bad option {opt!r} in --synth {spec!r} (known: vocoder=V, k=K, temperature=T)")
     if not name.strip():
         raise ValueError(f"bad --synth {spec!r}: empty name")
-    if path.startswith("voice:"):  # SystemSpec gives a shipped voice the shipped vocoder unless one is named
+    if path.startswith("voice:"):  # SystemSpec gives a shipped voice its own vocoder unless one is named
         return SystemSpec(name.strip(), "acoustic", voice=path.removeprefix("voice:"), **fields)
     return SystemSpec(name.strip(), "acoustic", checkpoint=path, **{"vocoder": SYSTEM_VOCODER, **fields})
 

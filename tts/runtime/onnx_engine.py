@@ -1,7 +1,8 @@
 """The ONNX engine: an exported voice (`python -m tts.export`) on onnxruntime and numpy, no torch
 (tts.runtime.engine describes the interface; tts.runtime.pipeline drives it).
 
-An export holds voices (manifest "voices"; "default_voice" the shipped default) and one vocoder.  A parallel
+An export holds voices (manifest "voices"; "default_voice" the shipped default) and the vocoders they speak
+with (manifest "vocoders"; each voice names its own).  A parallel
 voice's acoustic graph holds the whole NAR inference (length regulation and the K refiner steps included, the
 controls and noise offsets as inputs: tts/export.py); a block-wise voice's three graphs run block by block
 (tts.runtime.onnx_blocks: block mode and streaming).  This engine computes nothing of the model: it feeds the
@@ -31,9 +32,10 @@ from tts.vocoder.render import NUMPY, RenderInput, Synthesis, hann_window, rende
 
 DEFAULT_ONNX_DIR = CHECKPOINT_DIR / "onnx"  # `python -m tts.export --out checkpoints/onnx`
 MANIFEST = "manifest.json"  # the export's layout, defined here (torch-free) and imported by tts.export
-# v4: the acoustic and front graphs also give each token's frames (word timestamps); v3: voices (parallel and
-# block-wise) beside one vocoder; v2 held the default voice's two graphs only
-FORMAT = "tts-onnx-v4"
+# v5: vocoders by name, each voice naming its own (a voice's own fine-tuned vocoder); v4: the acoustic and front
+# graphs also give each token's frames (word timestamps); v3: voices (parallel and block-wise) beside one
+# vocoder; v2 held the default voice's two graphs only
+FORMAT = "tts-onnx-v5"
 ACOUSTIC_INPUTS = ("tokens", "token_lengths", "speed", "pitch_shift", "temperature", "refine_steps", "noise_offsets")
 ACOUSTIC_OUTPUTS = ("mels", "mel_lengths", "truncated", "durations")
 
@@ -43,10 +45,14 @@ class OnnxExportError(CheckpointError):
 
 
 # --- loading -------------------------------------------------------------------------------------------
-def vocoder_graphs(manifest: dict[str, Any]) -> dict[str, str]:
-    """The vocoder's graphs by part: "vocoder" (network + F0 decoding) and, when the vocoder has its magnitude
-    correction, "vocoder_correction" (its gain network)."""
-    vocoder = manifest["vocoder"]
+def voice_vocoder(manifest: dict[str, Any], voice: str) -> dict[str, Any]:
+    """The manifest entry of the vocoder `voice` speaks with."""
+    return manifest["vocoders"][manifest["voices"][voice]["vocoder"]]
+
+
+def vocoder_graphs(vocoder: dict[str, Any]) -> dict[str, str]:
+    """A vocoder's graphs (its manifest entry) by part: "vocoder" (network + F0 decoding) and, when the vocoder
+    has its magnitude correction, "vocoder_correction" (its gain network)."""
     return {"vocoder": vocoder["graph"], **({"vocoder_correction": vocoder["correction"]["graph"]}
                                             if vocoder.get("correction") else {})}
 
@@ -74,7 +80,13 @@ def read_manifest(onnx_dir: str | Path, verify: bool = True) -> dict[str, Any]:
     voices = manifest.get("voices") or {}
     if manifest.get("default_voice") not in voices:
         raise OnnxExportError(f"{path} names no default voice among its voices {sorted(voices)}: {fix}")
-    wanted = set(vocoder_graphs(manifest).values()) | {g for v in voices.values() for g in v["graphs"].values()}
+    vocoders = manifest.get("vocoders") or {}
+    for voice, entry in voices.items():
+        if entry.get("vocoder") not in vocoders:
+            raise OnnxExportError(f"{path}: voice {voice!r} speaks with vocoder {entry.get('vocoder')!r}, which the "
+                                  f"export lacks (it has {sorted(vocoders)}): {fix}")
+    wanted = {g for v in vocoders.values() for g in vocoder_graphs(v).values()} | \
+        {g for v in voices.values() for g in v["graphs"].values()}
     for name in sorted(wanted):
         entry = graphs.get(name)
         if not entry:
@@ -129,7 +141,8 @@ def export_is_current(onnx_dir: str | Path, voice: str | None = None) -> bool:
     entry = manifest["voices"].get(voice or manifest["default_voice"])
     if entry is None:
         return False
-    sources = [manifest["sources"][entry["source"]], manifest["sources"][manifest["vocoder"]["source"]]]
+    sources = [manifest["sources"][entry["source"]],
+               manifest["sources"][voice_vocoder(manifest, voice or manifest["default_voice"])["source"]]]
     # relative source paths are the repository's (tts.export records them so: the checkout may move)
     return all(file_matches(REPO_ROOT / source["path"], source) for source in sources)
 
@@ -156,7 +169,7 @@ def fix_mmap_threshold(threshold: int = 128 * 1024) -> None:
 
 
 class OnnxEngine(TextEncoding):
-    """One exported voice (default: the export's default voice) and the vocoder; see the module docstring."""
+    """One exported voice (default: the export's default voice) and its vocoder; see the module docstring."""
 
     name = "onnx"
 
@@ -194,7 +207,9 @@ class OnnxEngine(TextEncoding):
         self.run_options = ort.RunOptions()
         self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self.sessions: dict[str, Any] = {}
-        for part, graph in [*spec["graphs"].items(), *vocoder_graphs(manifest).items()]:
+        # the voice's vocoder (manifest "vocoders": its DSP settings, reach and optional correction)
+        self.vocoder = voice_vocoder(manifest, self.voice)
+        for part, graph in [*spec["graphs"].items(), *vocoder_graphs(self.vocoder).items()]:
             path = self.onnx_dir / manifest["graphs"][graph]["file"]
             try:
                 self.sessions[part] = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -211,10 +226,10 @@ class OnnxEngine(TextEncoding):
         self.capabilities = Capabilities(controls=frozenset(
             {"refine_steps", "temperature", "speed", "pitch_shift", "block_frames"}), block_mode=block, streaming=block)
         self.defaults = Controls(**spec["controls"])
-        self.synthesis = Synthesis(**manifest["vocoder"]["synthesis"])
+        self.synthesis = Synthesis(**self.vocoder["synthesis"])
         self.window = hann_window(self.synthesis.window)
-        # the magnitude correction (manifest "vocoder" -> "correction"), or None
-        self.correction = manifest["vocoder"].get("correction")
+        # the magnitude correction (the vocoder's "correction"), or None
+        self.correction = self.vocoder.get("correction")
         self.correction_window = hann_window(int(self.correction["fft_size"])) if self.correction else None
 
     @classmethod
@@ -280,4 +295,4 @@ class OnnxEngine(TextEncoding):
         stage = (CorrectionStage(self._gains, int(self.correction["receptive_frames"]), self.synthesis.hop_length,
                                  self.correction_window, NUMPY) if self.correction else None)
         return VocoderStream(self.sessions["vocoder"], self.run_options, self.synthesis, self.window,
-                             int(self.manifest["vocoder"]["receptive_frames"]), stage)
+                             int(self.vocoder["receptive_frames"]), stage)

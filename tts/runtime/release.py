@@ -2,9 +2,10 @@
 the Python API and the server call.  Torch-free until the torch engine is chosen.
 
 checkpoints/default.json (written by recipes.release) names the shipped voices, each with its shipped acoustic
-models (the first speaks for the voice unless a model is asked for), the default voice and the vocoder that
-serves every voice; every other inference setting of a shipped model lives in the model's own checkpoint (its
-config's K and temperature: tts.runtime.controls), which the ONNX export copies into its manifest.
+models (the first speaks for the voice unless a model is asked for), the default voice, the default vocoder and
+(optional "voice_vocoders") the vocoder of a voice that speaks through its own (a vocoder fine-tuned on the
+voice's recordings: issue 31); every other inference setting of a shipped model lives in the model's own
+checkpoint (its config's K and temperature: tts.runtime.controls), which the ONNX export copies into its manifest.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ class UnknownVoiceError(ValueError):
 
 def shipped_defaults() -> dict[str, Any]:
     """checkpoints/default.json: "voices" (voice -> its shipped acoustic models, e.g. {"slt": ["nar", ...]}),
-    "voice" (the default one), "vocoder"; plus "acoustic", derived: the default voice's first model."""
+    "voice" (the default one), "vocoder" (every voice's unless "voice_vocoders" names another: voice -> vocoder);
+    plus "acoustic", derived: the default voice's first model."""
     if not DEFAULTS_FILE.is_file():
         raise CheckpointError(f"no shipped defaults: {DEFAULTS_FILE} is missing")
     try:
@@ -40,7 +42,23 @@ def shipped_defaults() -> dict[str, Any]:
             or defaults.get("voice") not in voices or not isinstance(defaults.get("vocoder"), str):
         raise CheckpointError(f"shipped defaults {DEFAULTS_FILE} must name 'voices' (voice -> [model, ...]), "
                               "the default 'voice' among them and the 'vocoder'")
+    own = defaults.setdefault("voice_vocoders", {})
+    if not isinstance(own, dict) or not all(v in voices and isinstance(name, str) for v, name in own.items()):
+        raise CheckpointError(f"shipped defaults {DEFAULTS_FILE}: 'voice_vocoders' must map shipped voices "
+                              f"({', '.join(voices)}) to vocoder names")
     return {**defaults, "acoustic": voices[defaults["voice"]][0]}
+
+
+def voice_vocoder(voice: str | None = None) -> str:
+    """The vocoder a shipped `voice` speaks with (None, or not a shipped voice: the default vocoder)."""
+    defaults = shipped_defaults()
+    return defaults["voice_vocoders"].get(voice, defaults["vocoder"])
+
+
+def model_vocoder(model: str | None) -> str:
+    """The vocoder a shipped acoustic `model` speaks with: its voice's (None, or an acoustic checkpoint file of
+    no shipped voice: the default vocoder)."""
+    return voice_vocoder(model_voice(model) if model is not None else None)
 
 
 def voice_model(voice: str | None = None, model: str | None = None) -> str:
@@ -100,12 +118,14 @@ def device_problem(device: str) -> str | None:
     return None
 
 
-def non_default_choices(checkpoint: str | Path | None, vocoder: str | None, device: str) -> list[str]:
-    """What, in a request for a voice, no ONNX export holds (it holds shipped models with the default vocoder)."""
+def non_default_choices(checkpoint: str | Path | None, vocoder: str | None, device: str,
+                        model: str | None = None) -> list[str]:
+    """What, in a request for a shipped `model`, no ONNX export holds (it holds shipped models, each with its
+    voice's vocoder)."""
     wanted = []
     if checkpoint is not None:
         wanted.append(f"checkpoint {checkpoint}")
-    if vocoder not in (None, shipped_defaults()["vocoder"]):
+    if vocoder not in (None, model_vocoder(model)):
         wanted.append(f"vocoder {vocoder}")
     if device != "cpu":
         wanted.append(f"device {device}")
@@ -116,7 +136,7 @@ def choose_runtime(runtime: str, model: str | None = None, checkpoint: str | Pat
                    vocoder: str | None = None, device: str = "cpu", onnx_dir: str | Path | None = None,
                    voice: str | None = None) -> str:
     """"torch" or "onnx": "auto" takes the ONNX engine when the request is a shipped model (`voice_model`) with
-    the default vocoder on the CPU and the export holds it, current (its source checkpoints' hashes
+    its voice's vocoder on the CPU and the export holds it, current (its source checkpoints' hashes
     unchanged); "onnx" for anything else is a ValueError naming what the export lacks; a missing export is an
     OnnxExportError.  An unknown voice is an UnknownVoiceError whatever the runtime."""
     from tts.runtime.onnx_engine import DEFAULT_ONNX_DIR, export_is_current, read_manifest
@@ -127,7 +147,7 @@ def choose_runtime(runtime: str, model: str | None = None, checkpoint: str | Pat
     if runtime == "torch":
         return "torch"
     onnx_dir = onnx_dir or DEFAULT_ONNX_DIR
-    wanted = non_default_choices(checkpoint, vocoder, device)
+    wanted = non_default_choices(checkpoint, vocoder, device, name)
     if runtime == "auto":
         return "onnx" if not wanted and export_is_current(onnx_dir, name) else "torch"
     if wanted:
@@ -144,8 +164,8 @@ def open_pipeline(model: str | None = None, checkpoint: str | Path | None = None
                   runtime: str = "auto", device: str = "cpu", onnx_dir: str | Path | None = None,
                   threads: int | None = None, voice: str | None = None) -> Pipeline:
     """The pipeline of a voice: `voice` a shipped voice (default: default.json's) and `model` one of its shipped
-    acoustic models (`voice_model`), or an acoustic `checkpoint` file, with `vocoder` (default: default.json's),
-    on the engine `runtime` chooses (`choose_runtime`).  threads: CPU threads of torch or onnxruntime (None:
+    acoustic models (`voice_model`), or an acoustic `checkpoint` file, with `vocoder` (default: the voice's,
+    `model_vocoder`), on the engine `runtime` chooses (`choose_runtime`).  threads: CPU threads of torch or onnxruntime (None:
     torch's default, 1 for onnxruntime, whose start is fastest so)."""
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
@@ -164,4 +184,4 @@ def open_pipeline(model: str | None = None, checkpoint: str | Path | None = None
     if threads is not None:
         torch.set_num_threads(threads)
     acoustic = Path(checkpoint) if checkpoint is not None else shipped_checkpoint(name)
-    return Pipeline(TorchEngine.from_paths(acoustic, vocoder or shipped_defaults()["vocoder"], device=device))
+    return Pipeline(TorchEngine.from_paths(acoustic, vocoder or model_vocoder(name), device=device))

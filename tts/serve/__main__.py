@@ -62,7 +62,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", default=None,
                    help="serve this one shipped acoustic model (of --voice's when one is given; default: each voice's first)")
     p.add_argument("--checkpoint", default=None, help="serve this one acoustic checkpoint file (its voice: 'default')")
-    p.add_argument("--vocoder", default=None, help="vocoder (default: checkpoints/default.json)")
+    p.add_argument("--vocoder", default=None, help="vocoder of every voice (default: each voice's own, checkpoints/default.json)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None, help="torch / onnxruntime CPU threads")
     p.add_argument("--max-batch", type=int, default=8, help="parts (sentences) per batch across requests; 1 = one at a time")

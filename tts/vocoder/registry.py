@@ -2,6 +2,7 @@
 
     "griffin-lim"                  conf/vocoder/griffin_lim.yaml, no weights
     "source-filter"                the project's shipped source-filter vocoder, checkpoints/vocoder/source_filter.pt
+    "source-filter-joe"            the same vocoder fine-tuned on the joe corpus (the joe voice's), source_filter_joe.pt
     "hifigan"                      the project's shipped HiFi-GAN, checkpoints/vocoder/hifigan_v3.pt
     "speechbrain-lj"               SpeechBrain's public LJSpeech HiFi-GAN (speechbrain/tts-hifigan-ljspeech)
     PATH.ckpt / PATH.pt            any tts vocoder checkpoint (training checkpoint or export)
@@ -32,9 +33,10 @@ GRIFFIN_LIM = "griffin-lim"
 SPEECHBRAIN_LJ = "speechbrain-lj"
 # Vocoders the release ships (recipes.release), by the name users pass to --vocoder.
 SHIPPED = {
-    "source-filter": (CHECKPOINT_DIR / "vocoder" / "source_filter.pt", "source_filter"),
-    "hifigan": (CHECKPOINT_DIR / "vocoder" / "hifigan_v3.pt", "hifigan_v3"),
-}  # name -> (file, conf/vocoder/ config it is trained with)
+    "source-filter": (CHECKPOINT_DIR / "vocoder" / "source_filter.pt", "source_filter_corrected", "slt"),
+    "source-filter-joe": (CHECKPOINT_DIR / "vocoder" / "source_filter_joe.pt", "source_filter_corrected", "joe"),
+    "hifigan": (CHECKPOINT_DIR / "vocoder" / "hifigan_v3.pt", "hifigan_v3", "slt"),
+}  # name -> (file, conf/vocoder/ config it is trained with, the corpus it is trained on)
 NAMES = (GRIFFIN_LIM, *SHIPPED, SPEECHBRAIN_LJ)
 
 
@@ -109,11 +111,11 @@ def load_vocoder(
 
         vocoder = load_speechbrain_hifigan(SPEECHBRAIN_LJSPEECH, mel_config, savedir=savedir, offline=offline)
     elif name in SHIPPED:
-        path, conf = SHIPPED[name]
+        path, conf, corpus = SHIPPED[name]
         if not path.is_file():
             raise CheckpointError(
                 f"the project's {name} vocoder {path} is missing: train one with `python -m recipes.train_vocoder "
-                f"vocoder={conf} data=slt` and ship it with `python -m recipes.release vocoders.{name}=CKPT`, "
+                f"vocoder={conf} data={corpus}` and ship it with `python -m recipes.release vocoders.{name}=CKPT`, "
                 "or use `--vocoder griffin-lim`"
             )
         vocoder = load_vocoder_checkpoint(path, device)
