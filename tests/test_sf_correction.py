@@ -76,6 +76,23 @@ def test_the_corrected_vocoder_streams_as_it_synthesises(mel_config: MelConfig, 
     check_frame_stream(model, chunk, 1e-5, held_frames=model.lookahead_frames + c.receptive_frames + c.context_frames + 1)
 
 
+def test_a_narrower_correction_kernel_shortens_the_reach_and_still_streams_exactly(mel_config: MelConfig):
+    """correction_kernel (the input convolution's width, most of the correction's cost): the reach, and so the
+    stream's lookahead, follows from it; a bad kernel is refused."""
+    torch.manual_seed(0)
+    wide = SourceFilterVocoder(mel_config, **SMALL)
+    narrow = SourceFilterVocoder(mel_config, **SMALL, correction_kernel=3).eval()
+    assert wide.correction.receptive_frames - narrow.correction.receptive_frames == 2  # (7 - 3) / 2
+    assert narrow.correction.conv_in.weight.shape[-1] == 3
+    with torch.no_grad():
+        narrow.correction.head.weight.normal_(0, 0.05)
+        narrow.correction.head.bias.normal_(3.0, 0.2)
+    c = narrow.correction
+    check_frame_stream(narrow, 7, 1e-5, held_frames=narrow.lookahead_frames + c.receptive_frames + c.context_frames + 1)
+    with pytest.raises(ValueError, match="correction_kernel must be odd"):
+        SourceFilterVocoder(mel_config, **SMALL, correction_kernel=4)
+
+
 def test_the_onnx_engine_runs_the_corrected_vocoder_as_torch_does(mel_config: MelConfig, tmp_path: Path,
                                                                     real_wav: Path):
     """The export holds the correction's gain network; the ONNX engine runs the same DSP around it (tts.vocoder.

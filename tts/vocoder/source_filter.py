@@ -108,6 +108,7 @@ class SourceFilterVocoder(Vocoder):
         correction_channels: int = 0,
         correction_blocks: int = 4,
         correction_fft: int = 1024,
+        correction_kernel: int = 7,
     ) -> None:
         if not isinstance(mel_config, MelConfig):
             raise TypeError(f"mel_config must be a tts.audio.MelConfig, got {type(mel_config).__name__}")
@@ -133,7 +134,8 @@ class SourceFilterVocoder(Vocoder):
         self.register_buffer("synthesis_window", torch.hann_window(int(window)), persistent=False)
         self._init_head()
         self.correction = (MagnitudeCorrection(mel_config, int(correction_channels), int(correction_blocks),
-                                               int(correction_fft)) if correction_channels else None)
+                                               int(correction_fft), int(correction_kernel))
+                           if correction_channels else None)
 
     def _init_head(self) -> None:
         """Start quiet and flat: cepstra 0 except the log gains (c[0]), a -40 dB-ish harmonic filter and
@@ -218,15 +220,19 @@ class MagnitudeCorrection(nn.Module):
     per-bin gain, its phase kept (module docstring).  Frames centred on samples j * hop, j in [0, T]
     (torch.stft center=True, zero padding: samples outside the utterance are silence)."""
 
-    def __init__(self, mel_config: MelConfig, channels: int, n_blocks: int, fft_size: int) -> None:
+    def __init__(self, mel_config: MelConfig, channels: int, n_blocks: int, fft_size: int, kernel_size: int = 7) -> None:
         super().__init__()
         from tts.vocoder.istft import ConvNeXtBlock
 
         hop = mel_config.hop_length
         if fft_size % (2 * hop):
             raise ValueError(f"correction_fft {fft_size} must be a multiple of 2 x the mel hop {hop}")
+        if kernel_size < 1 or kernel_size % 2 == 0:
+            raise ValueError(f"correction_kernel must be odd (a centred convolution), got {kernel_size}")
         self.hop, self.fft_size, n_bins = hop, fft_size, fft_size // 2 + 1
-        self.conv_in = nn.Conv1d(mel_config.n_mels + n_bins, channels, 7, padding=3)
+        # the input convolution reads mel + magnitude [B, M + N/2 + 1, F]: most of the correction's cost (its
+        # weights are (M + N/2 + 1) x channels x kernel_size), so its kernel is the knob for speed
+        self.conv_in = nn.Conv1d(mel_config.n_mels + n_bins, channels, kernel_size, padding=(kernel_size - 1) // 2)
         self.blocks = nn.ModuleList(ConvNeXtBlock(channels, 3 * channels, 7, 1.0 / n_blocks) for _ in range(n_blocks))
         self.norm = nn.LayerNorm(channels)
         self.head = nn.Linear(channels, n_bins)
