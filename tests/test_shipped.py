@@ -48,6 +48,11 @@ def test_release_is_complete_and_within_budget():
         loaded = checkpoint.load(shipped_checkpoint(model))
         vocoder.check_mel_config(loaded.mel_config, f"shipped {model}")
         assert loaded.meta.info["global_step"] > 0
+    # a voice with its own vocoder: shipped, and it speaks the voice's models' mel definition
+    for voice, name in defaults["voice_vocoders"].items():
+        own = load_vocoder(name)
+        for model in defaults["voices"][voice]:
+            own.check_mel_config(checkpoint.load(shipped_checkpoint(model)).mel_config, f"shipped {model}")
     assert (CHECKPOINT_DIR / "README.md").is_file()
     assert DEFAULTS_FILE.is_file()
 
