@@ -324,7 +324,8 @@ def test_a_voice_with_its_own_vocoder_is_released_with_it(tmp_path):
     assert json.loads((alone / "default.json").read_text()) == {"voice": "slt", "vocoder": "source-filter",
                                                                 "voices": {"slt": ["nar"]}}
     with pytest.raises(ReleaseError, match="voice 'joe'.s vocoder 'source-filter-joe' needs a vocoder checkpoint"):
-        release({"nar": nar, "nar_joe": joe}, {"source-filter": vocoders["source-filter"]}, default, tmp_path / "x")
+        release({"nar": nar, "nar_joe": joe}, {"source-filter": vocoders["source-filter"]}, default, tmp_path / "x",
+                shipped_dir=tmp_path / "none")  # (else the shipped joe vocoder would be released with it)
     with pytest.raises(ReleaseError, match=r"voice_vocoders names \['bob'\]: no such voice"):
         release({"nar": nar}, vocoders, {**default, "voice_vocoders": {"bob": "source-filter-joe"}}, tmp_path / "y")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
