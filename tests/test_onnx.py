@@ -281,3 +281,15 @@ def test_exporting_a_training_checkpoint_says_where_its_controls_come_from(tmp_p
     warn_training_checkpoint(trained)
     err = capsys.readouterr().err
     assert "training checkpoint" in err and "recipes.release" in err
+
+
+def test_each_vocoder_gets_its_own_key():
+    """A shipped vocoder is keyed by its name, a file by its stem; a file whose stem is another vocoder's key is
+    kept apart (its graphs must not overwrite the other's)."""
+    from tts.export import vocoder_key
+
+    assert vocoder_key("source-filter") == "source-filter" and vocoder_key("/x/my voc.pt") == "my_voc"
+    taken = {"source-filter": "source-filter"}
+    assert vocoder_key("source-filter", taken) == "source-filter"  # the same vocoder again: its key
+    assert vocoder_key("/x/source-filter.pt", taken) == "source-filter_"
+    assert vocoder_key("/y/source-filter.pt", {**taken, "source-filter_": "/x/source-filter.pt"}) == "source-filter__"

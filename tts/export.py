@@ -539,12 +539,17 @@ def shipped_vocoder_of(path: Path) -> str:
     return model_vocoder(path.stem if shipped else None)
 
 
-def vocoder_key(name: str) -> str:
+def vocoder_key(name: str, taken: dict[str, str] | None = None) -> str:
     """A vocoder's name in the manifest and its graphs' file names: a shipped name as it is ("source-filter"),
-    a checkpoint file by its stem (characters other than letters, digits, '-' and '_' as '_')."""
+    a checkpoint file by its stem (characters other than letters, digits, '-' and '_' as '_'); `taken` (key ->
+    the vocoder it names): a key another vocoder already has gets '_' appended until it is free (a file
+    /x/source-filter.pt beside the shipped "source-filter")."""
     from tts.vocoder.registry import SHIPPED
 
-    return name if name in SHIPPED else "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(name).stem)
+    key = name if name in SHIPPED else "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(name).stem)
+    while taken and taken.get(key, name) != name:
+        key += "_"
+    return key
 
 
 def export_vocoder(out: Path, name: str, mel_config: Any) -> tuple[dict[str, Any], dict[str, Any], Path]:
@@ -603,6 +608,7 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
     graphs: dict[str, Any] = {}
     sources: dict[str, Any] = {}
     vocoders: dict[str, Any] = {}
+    vocoder_sources: dict[str, Any] = {}  # key -> its source entry ("name": the vocoder as asked for)
     mel_config = None
     for name, path in zip(names, paths):
         loaded, model = _load_acoustic(path)
@@ -619,11 +625,12 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
         sources[name] = file_entry(path, path=_portable(path))
         chosen = vocoder.get(name) if isinstance(vocoder, dict) else vocoder
         vocoder_name = chosen or shipped_vocoder_of(path)
-        key = vocoder_key(vocoder_name)
+        key = vocoder_key(vocoder_name, {k: v["name"] for k, v in vocoder_sources.items()})
         if key not in vocoders:
             vocoders[key], vocoder_graphs, vocoder_file = export_vocoder(out, vocoder_name, mel_config)
             graphs.update(vocoder_graphs)
-            sources[vocoders[key]["source"]] = file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file))
+            vocoder_sources[key] = sources[vocoders[key]["source"]] = file_entry(vocoder_file, name=vocoder_name,
+                                                                                path=_portable(vocoder_file))
         voices[name] = {
             "decoding": "block" if block else "parallel",
             "source": name,
