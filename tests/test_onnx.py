@@ -293,3 +293,22 @@ def test_each_vocoder_gets_its_own_key():
     assert vocoder_key("source-filter", taken) == "source-filter"  # the same vocoder again: its key
     assert vocoder_key("/x/source-filter.pt", taken) == "source-filter_"
     assert vocoder_key("/y/source-filter.pt", {**taken, "source-filter_": "/x/source-filter.pt"}) == "source-filter__"
+
+
+def test_a_vocoder_file_named_like_a_shipped_vocoder_is_exported_apart(tmp_path: Path):
+    """Two voices, one with the shipped "source-filter", one with a file /x/source-filter.pt: two vocoder entries
+    with their own graph files and sources, neither overwriting the other, each voice running its own."""
+    pytest.importorskip("onnx", reason="making an export needs the `export` extra (pip install -e '.[export]')")
+    own = tmp_path / "x" / "source-filter.pt"
+    own.parent.mkdir()
+    shutil.copy(CHECKPOINT_DIR / "vocoder" / "source_filter.pt", own)
+    export(tmp_path / "onnx", [shipped_checkpoint("nar"), shipped_checkpoint("nar_block")], vocoder={"nar": str(own)})
+    manifest = read_manifest(tmp_path / "onnx")
+    keys = [manifest["voices"][v]["vocoder"] for v in ("nar", "nar_block")]
+    assert len(set(keys)) == 2 and set(keys) == set(manifest["vocoders"])
+    files = {manifest["graphs"][manifest["vocoders"][k]["graph"]]["file"] for k in keys}
+    assert len(files) == 2 and all((tmp_path / "onnx" / f).is_file() for f in files)
+    assert manifest["sources"][manifest["vocoders"][keys[0]]["source"]]["name"] == str(own)
+    assert manifest["sources"][manifest["vocoders"][keys[1]]["source"]]["name"] == "source-filter"
+    for voice, key in zip(("nar", "nar_block"), keys):
+        assert OnnxEngine.load(tmp_path / "onnx", voice=voice).vocoder == manifest["vocoders"][key]

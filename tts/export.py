@@ -552,13 +552,13 @@ def vocoder_key(name: str, taken: dict[str, str] | None = None) -> str:
     return key
 
 
-def export_vocoder(out: Path, name: str, mel_config: Any) -> tuple[dict[str, Any], dict[str, Any], Path]:
-    """One source-filter vocoder's graphs into `out`: -> (its manifest entry, its graphs' entries, its file).
-    Graphs "KEY.vocoder" (network + F0 decoding) and, with a magnitude correction, "KEY.vocoder_correction"."""
+def export_vocoder(out: Path, name: str, key: str, mel_config: Any) -> tuple[dict[str, Any], dict[str, Any], Path]:
+    """One source-filter vocoder (`name`) as its graphs into `out`, named by `key` (`vocoder_key`): -> (its manifest
+    entry, its graphs' entries, its file).  Graphs "KEY.vocoder" (network + F0 decoding) and, with a magnitude
+    correction, "KEY.vocoder_correction"."""
     from tts.vocoder.registry import SHIPPED, load_vocoder
     from tts.vocoder.source_filter import SourceFilterVocoder
 
-    key = vocoder_key(name)
     voc = load_vocoder(name, mel_config)
     if not isinstance(voc, SourceFilterVocoder):
         raise ValueError(f"vocoder {name!r}: only the source-filter vocoder exports (its DSP runs in numpy), "
@@ -608,7 +608,6 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
     graphs: dict[str, Any] = {}
     sources: dict[str, Any] = {}
     vocoders: dict[str, Any] = {}
-    vocoder_sources: dict[str, Any] = {}  # key -> its source entry ("name": the vocoder as asked for)
     mel_config = None
     for name, path in zip(names, paths):
         loaded, model = _load_acoustic(path)
@@ -625,12 +624,12 @@ def export(out_dir: str | Path, acoustic: str | Path | Sequence[str | Path] | No
         sources[name] = file_entry(path, path=_portable(path))
         chosen = vocoder.get(name) if isinstance(vocoder, dict) else vocoder
         vocoder_name = chosen or shipped_vocoder_of(path)
-        key = vocoder_key(vocoder_name, {k: v["name"] for k, v in vocoder_sources.items()})
+        # the vocoders exported so far, by key -> the vocoder each was asked as (its source entry's "name")
+        key = vocoder_key(vocoder_name, {k: sources[v["source"]]["name"] for k, v in vocoders.items()})
         if key not in vocoders:
-            vocoders[key], vocoder_graphs, vocoder_file = export_vocoder(out, vocoder_name, mel_config)
+            vocoders[key], vocoder_graphs, vocoder_file = export_vocoder(out, vocoder_name, key, mel_config)
             graphs.update(vocoder_graphs)
-            vocoder_sources[key] = sources[vocoders[key]["source"]] = file_entry(vocoder_file, name=vocoder_name,
-                                                                                path=_portable(vocoder_file))
+            sources[vocoders[key]["source"]] = file_entry(vocoder_file, name=vocoder_name, path=_portable(vocoder_file))
         voices[name] = {
             "decoding": "block" if block else "parallel",
             "source": name,

@@ -138,11 +138,11 @@ def export_is_current(onnx_dir: str | Path, voice: str | None = None) -> bool:
         return False
     from tts.paths import REPO_ROOT
 
-    entry = manifest["voices"].get(voice or manifest["default_voice"])
+    voice = voice or manifest["default_voice"]
+    entry = manifest["voices"].get(voice)
     if entry is None:
         return False
-    sources = [manifest["sources"][entry["source"]],
-               manifest["sources"][voice_vocoder(manifest, voice or manifest["default_voice"])["source"]]]
+    sources = [manifest["sources"][entry["source"]], manifest["sources"][voice_vocoder(manifest, voice)["source"]]]
     # relative source paths are the repository's (tts.export records them so: the checkout may move)
     return all(file_matches(REPO_ROOT / source["path"], source) for source in sources)
 

@@ -220,7 +220,7 @@ class MagnitudeCorrection(nn.Module):
     per-bin gain, its phase kept (module docstring).  Frames centred on samples j * hop, j in [0, T]
     (torch.stft center=True, zero padding: samples outside the utterance are silence)."""
 
-    def __init__(self, mel_config: MelConfig, channels: int, n_blocks: int, fft_size: int, kernel_size: int = 7) -> None:
+    def __init__(self, mel_config: MelConfig, channels: int, n_blocks: int, fft_size: int, kernel_size: int) -> None:
         super().__init__()
         from tts.vocoder.istft import ConvNeXtBlock
 
