@@ -233,7 +233,7 @@ def main(cfg: DictConfig) -> dict:
         else:
             if not hasattr(loaded.model, "teacher_forced_alignment"):
                 raise UsageError(f"checkpoint={cfg.checkpoint} is a {type(loaded.model).__name__}, which has no "
-                                 f"attention to distil durations from: give an AR (Tacotron 2) checkpoint")
+                                 f"attention to distil durations from: give an AR (Tacotron 2) or aligner checkpoint")
             log.info("%s: aligning %d utterances", split, len(dataset))
             distil(loaded.model, dataset, out_dir, cfg.batch_size, cfg.max_skip)
         report["splits"][split] = {**evaluate(dataset, out_dir, frontend), **extra}

@@ -103,6 +103,7 @@ KINDS = ("acoustic", "vocoder")
 # that checkpoints should rebuild is added here.
 ALLOWED_TARGETS = frozenset({
     "tts.audio.MelConfig",
+    "tts.models.aligner.UnsupervisedAligner",
     "tts.models.autoregressive.Tacotron2",
     "tts.models.nonautoregressive.FastSpeech2",
     "tts.models.refiner.FlowMatchingRefiner",

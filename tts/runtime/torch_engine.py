@@ -46,6 +46,9 @@ class TorchEngine(TextEncoding):
     def __init__(self, acoustic: checkpoint.LoadedCheckpoint, vocoder: Vocoder | None, device: str = "cpu") -> None:
         if acoustic.meta.kind != "acoustic":
             raise CheckpointError(f"expected an acoustic checkpoint, got kind {acoustic.meta.kind!r}")
+        if not hasattr(acoustic.model, "infer"):  # the aligner (tts.models.aligner) makes durations, not speech
+            raise CheckpointError(f"a {type(acoustic.model).__name__} checkpoint does not synthesise speech (it makes "
+                                  f"durations: python -m recipes.extract_durations source=teacher checkpoint=...)")
         if vocoder is not None:
             vocoder.check_mel_config(acoustic.mel_config, "acoustic checkpoint")
             vocoder = vocoder.to(device).eval()
