@@ -144,9 +144,21 @@ def import_external(path: Path, dataset: TTSDataset, out_dir: Path) -> None:
         raise CorpusError(f"{path} has no durations for {len(missing)} utterances, e.g. {missing[:3]}")
 
 
-def evaluate(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
-    """Checks (sum, shape) every file; word-boundary error where the Festival side file exists."""
+def evaluate(dataset: TTSDataset, out_dir: Path, frontend, reference: Path | None = None) -> dict:
+    """Checks (sum, shape) every file; word-boundary error against the Festival side file where it exists, or,
+    given `reference` (a folder of another source's durations: a corpus without Festival's segmentation, the
+    Piper corpus), against that source's word boundaries."""
     from tts.data.dataset import load_durations
+
+    def reference_spans(uid: str, symbols: list[str]) -> list[tuple[float, float]]:
+        if reference is None:
+            return word_spans_from_segments(read_segments(dataset.root, uid).segments)
+        if not (reference / f"{uid}.npy").is_file():
+            raise CorpusError(f"no reference durations for {uid} in {reference}")
+        ref = load_durations(reference, uid, n_tokens=len(symbols), n_frames=dataset.n_frames[uid]).numpy()
+        # frame spans to seconds as word_boundary_error reads ours (a boundary half a frame before its frame)
+        return [(max(a - 0.5, 0.0) * frame_s, (b - 0.5) * frame_s)
+                for a, b in word_spans_from_tokens(symbols, ref, frontend.symbols.is_phone)]
 
     errors, maxima, zero, total, comparable, no_reference = [], [], 0, 0, 0, 0
     frame_s = dataset.mel_config.frame_seconds
@@ -157,12 +169,12 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
         zero += int(((d == 0) & np.array(phone_mask)).sum())
         total += int(sum(phone_mask))
         try:
-            seg = read_segments(dataset.root, uid)
+            ref_spans = reference_spans(uid, frontend.decode(tokens))
         except CorpusError:
             no_reference += 1
             continue
         ours = word_spans_from_tokens(frontend.decode(tokens), d, frontend.symbols.is_phone)
-        rep = word_boundary_error(ours, word_spans_from_segments(seg.segments), frame_s)
+        rep = word_boundary_error(ours, ref_spans, frame_s)
         if rep.comparable:
             comparable += 1
             errors.append(rep.mean_abs_error_ms)
@@ -170,6 +182,7 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend) -> dict:
     n = len(dataset.ids)
     return {
         "utterances": n,
+        "word_boundary_reference": str(reference) if reference is not None else "festival segmentation",
         "phones_with_zero_frames": zero / max(total, 1),
         "word_boundary_comparable_utterances": comparable,
         "utterances_without_reference": no_reference,
@@ -236,7 +249,8 @@ def main(cfg: DictConfig) -> dict:
                                  f"attention to distil durations from: give an AR (Tacotron 2) or aligner checkpoint")
             log.info("%s: aligning %d utterances", split, len(dataset))
             distil(loaded.model, dataset, out_dir, cfg.batch_size, cfg.max_skip)
-        report["splits"][split] = {**evaluate(dataset, out_dir, frontend), **extra}
+        reference = Path(cfg.reference) if cfg.reference else None
+        report["splits"][split] = {**evaluate(dataset, out_dir, frontend, reference), **extra}
         log.info("%s: %d utterances done", split, len(dataset))
     write_json_atomic(out_dir / "report.json", report)
     print(ending(report, out_dir, str(cfg.data_root)), flush=True)

@@ -154,6 +154,33 @@ def test_recipe_festival_source(featurised_corpus: Path, tmp_path: Path):
     # boundaries come from Festival itself: only frame rounding and the lead pause separate them
     assert train["word_boundary_mean_abs_error_ms"] < 30.0
 
+    # against another source's durations (a corpus without Festival's segmentation): against themselves the
+    # boundaries agree exactly; a source whose every phone moved by frames disagrees by about as much
+    r = subprocess.run([sys.executable, "-m", "recipes.extract_durations", "source=festival",
+                        f"data_root={featurised_corpus}", f"out_dir={tmp_path / 'again'}", f"reference={out}"],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    again = json.loads((tmp_path / "again" / "report.json").read_text())["splits"]["train"]
+    assert again["word_boundary_reference"] == str(out) and again["word_boundary_comparable_utterances"] == 16
+    assert again["word_boundary_mean_abs_error_ms"] == 0.0
+    shifted = tmp_path / "shifted"  # every boundary after the first token one frame later
+    shifted.mkdir()
+    for f in out.glob("*.npy"):
+        d = np.load(f)
+        d[0] += 1
+        d[int(np.flatnonzero(d > 1)[-1])] -= 1
+        np.save(shifted / f.name, d)
+    r = subprocess.run([sys.executable, "-m", "recipes.extract_durations", "source=festival",
+                        f"data_root={featurised_corpus}", f"out_dir={tmp_path / 'again2'}", f"reference={shifted}"],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    moved = json.loads((tmp_path / "again2" / "report.json").read_text())["splits"]["train"]
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+    from tts.paths import CONF_DIR
+    frame_ms = 1000 * instantiate(OmegaConf.load(CONF_DIR / "audio" / "lj22k.yaml")).frame_seconds
+    assert 0.3 * frame_ms < moved["word_boundary_mean_abs_error_ms"] <= frame_ms + 1e-6
+
 
 def test_piper_segments_read_espeak_symbols_as_arpabet_phones():
     from tts.durations import piper_segments
