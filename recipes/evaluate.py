@@ -33,6 +33,8 @@ System kinds (``systems:`` maps a name to one of these; ``null`` drops a system)
                                                           k positions a round, drafted by the NAR checkpoint D
                                                           (default checkpoints/nar.pt) or `repeat`, drafts kept
                                                           within rms X (tts.runtime.speculative)
+     coarse_to_fine: A                                    the NAR's mel refined locally by the AR checkpoint A
+                                                          run teacher-forced on it (tts.runtime.coarse_to_fine)
     {kind: acoustic, voice: joe[, model: M], ...}         a shipped voice (checkpoints/default.json): its
                                                           model M (default its first) and, unless V is
                                                           given, the shipped vocoder
@@ -83,7 +85,8 @@ _SPEC_KEYS = {
     "copy": {"kind", "vocoder"},
     "piper": {"kind"},
     "acoustic": {"kind", "checkpoint", "voice", "model", "vocoder", "refine_steps", "nar_ks", "temperature",
-                 "block_frames", "nar_bs", "rescore", "scorer", "speculate", "drafter", "tolerance"},
+                 "block_frames", "nar_bs", "rescore", "scorer", "speculate", "drafter", "tolerance",
+                 "coarse_to_fine"},
 }
 
 
@@ -147,7 +150,7 @@ def parse_systems(node: Any) -> list[SystemSpec]:
             raise EvaluationConfigError(f"system {name!r}: temperature must be a number >= 0, got {temp!r}")
         temp = None if temp is None else float(temp)
         # SystemSpec's rescore / scorer and speculate / drafter / tolerance, for every system this entry makes
-        rescoring = _rescoring(name, spec) | _speculation(name, spec)
+        rescoring = _rescoring(name, spec) | _speculation(name, spec) | _coarse_to_fine(name, spec)
         bs = spec.get("nar_bs")
         if bs is not None:
             if spec.get("block_frames") is not None or spec.get("nar_ks") is not None:
@@ -185,6 +188,18 @@ def parse_systems(node: Any) -> list[SystemSpec]:
     if not systems:
         raise EvaluationConfigError("no systems to evaluate (all entries are null)")
     return systems
+
+
+def _coarse_to_fine(name: str, spec: dict) -> dict[str, Any]:
+    """An acoustic entry's `coarse_to_fine: AR_CKPT` -> SystemSpec keywords (a NAR entry only)."""
+    ar = spec.get("coarse_to_fine")
+    if ar is None:
+        return {}
+    if spec.get("speculate") is not None:
+        raise EvaluationConfigError(f"system {name!r}: coarse_to_fine refines a NAR's mel; speculate decodes an AR")
+    if not Path(str(ar)).is_file():
+        raise EvaluationConfigError(f"system {name!r}: coarse_to_fine checkpoint not found: {ar}")
+    return {"coarse_to_fine": str(ar)}
 
 
 def _speculation(name: str, spec: dict) -> dict[str, Any]:

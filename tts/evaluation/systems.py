@@ -24,7 +24,8 @@ class SystemSpec:
     `block_frames` B (block-mode NAR checkpoints: block-wise decoding; 0 = parallel; None = the checkpoint's),
     and `rescore` N (the best of N seeded candidates under the AR checkpoint `scorer`: tts.runtime.rescoring),
     and `speculate` k (a Transformer AR decoded speculatively, drafted by the NAR checkpoint `drafter` or
-    "repeat", drafts kept within rms `tolerance`: tts.runtime.speculative).
+    "repeat", drafts kept within rms `tolerance`: tts.runtime.speculative), and `coarse_to_fine` (the NAR's mel
+    refined frame by frame by that AR checkpoint run teacher-forced on it: tts.runtime.coarse_to_fine).
     The evaluation's reference kinds need no acoustic model: "ground_truth" (the corpus wav), "copy" (the
     corpus mel -> `vocoder`) and "piper" (a peer voice).  The run's seed is not part of the spec: one seed
     serves every system of a run (`identity(seed)` records it next to what made a wav).
@@ -43,6 +44,7 @@ class SystemSpec:
     speculate: int | None = None  # k >= 2: speculative decoding, k positions a round (tts.runtime.speculative)
     drafter: str | None = None  # its drafter: a NAR checkpoint or "repeat" (None: DEFAULT_DRAFTER)
     tolerance: float | None = None  # its acceptance rms (None: tts.runtime.speculative.DEFAULT_TOLERANCE)
+    coarse_to_fine: str | None = None  # an AR checkpoint that refines the NAR's mel locally (tts.runtime.coarse_to_fine)
 
     def __post_init__(self) -> None:
         if self.kind == "acoustic" and self.voice is not None:
@@ -69,6 +71,8 @@ class SystemSpec:
             spec["rescore"], spec["scorer"] = self.rescore, self.scorer
         if self.speculate is not None:
             spec["speculate"], spec["drafter"], spec["tolerance"] = self.speculate, self.drafter, self.tolerance
+        if self.coarse_to_fine is not None:
+            spec["coarse_to_fine"] = self.coarse_to_fine
         return spec
 
     def identity(self, seed: int | None = None) -> dict[str, Any]:
@@ -98,6 +102,10 @@ class SystemSpec:
 
             engine = SpeculativeEngine(engine, self.drafter or DEFAULT_DRAFTER, self.speculate,
                                        DEFAULT_TOLERANCE if self.tolerance is None else self.tolerance)
+        if self.coarse_to_fine is not None:
+            from tts.runtime.coarse_to_fine import CoarseToFineEngine
+
+            engine = CoarseToFineEngine(engine, self.coarse_to_fine)
         pipeline = Pipeline(engine)
         self.controls(pipeline, 0)
         return pipeline
