@@ -13,7 +13,10 @@ export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 PY=.venv/bin/python
 DATA=data/slt_varied
 
-TEACHER=exp/mm_ar/checkpoints/last.ckpt  # mm_ar: the teacher of mm_nar_distilled and mm_nar_kd
+# mm_ar: the teacher of mm_nar_distilled and mm_nar_kd.  A machine without its run takes the carried weights
+# (carry/mm_ar.pt, fp16, committed: `python -m recipes.carry save exp/mm_ar carry/mm_ar.pt`) and does not retrain it.
+TEACHER=exp/mm_ar/checkpoints/last.ckpt
+[ ! -e "$TEACHER" ] && [ -e carry/mm_ar.pt ] && TEACHER=carry/mm_ar.pt
 
 train() {  # train EXPERIMENT: resume if a run exists, skip if it reached max_steps
     local name=$1; shift
@@ -40,7 +43,7 @@ case "${1:-}" in
     festival_durations
     $PY -m data_prep.variability --data $DATA --out docs/results/multimodality/variability.json ;;
   ar)
-    train mm_ar
+    [ "$TEACHER" = carry/mm_ar.pt ] || train mm_ar
     teacher_durations $DATA
     train mm_nar_distilled ;;
   nar)
