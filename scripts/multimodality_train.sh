@@ -7,6 +7,7 @@
 #   scripts/multimodality_train.sh nar           # lane 2: NAR + refiner on Festival durations
 #   scripts/multimodality_train.sh block         # lane 2, after nar: the block-wise NAR (issue 22)
 #   scripts/multimodality_train.sh kd            # lane 1, after ar: the NAR on the teacher's own speech
+#   scripts/multimodality_train.sh aligner       # the learned aligner, its durations, the NAR on them (issue 31)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
@@ -55,8 +56,15 @@ case "${1:-}" in
     $PY -m data_prep.distilled_corpus --teacher $TEACHER --src $DATA --out ${DATA}_kd
     teacher_durations ${DATA}_kd "splits=[train,val]"
     train mm_nar_kd ;;
+  aligner)
+    # the unsupervised aligner on the varied corpus (1 000 steps: docs/results/durations_aligner), its durations
+    # (every token at least one frame), then the NAR on them
+    train aligner_varied
+    $PY -m recipes.extract_durations source=teacher checkpoint=exp/aligner_varied/checkpoints/last.ckpt \
+        data_root=$DATA name=aligner max_skip=0 threads=1
+    train mm_nar_aligner ;;
   block)
     festival_durations
     train mm_nar_block ;;
-  *) echo "usage: $0 corpus|ar|nar|block|kd" >&2; exit 2 ;;
+  *) echo "usage: $0 corpus|ar|nar|block|kd|aligner" >&2; exit 2 ;;
 esac
