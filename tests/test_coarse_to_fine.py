@@ -3,35 +3,16 @@ teacher-forced postnet output on the NAR's draft (recomputed through the AR's pu
 lengths and durations; it is local (a change of the draft at frame t moves nothing far before t); an item is
 the same alone and in a batch; the evaluation systems reach it and bad combinations are refused."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
-from helpers import TINY, tiny_checkpoint
-
 from tts import checkpoint
 from tts.data.batch import Batch
 from tts.runtime.coarse_to_fine import CoarseToFineEngine, refine_locally
 from tts.runtime.torch_engine import TorchEngine
-from tts.vocoder.registry import load_vocoder
 
-SENTENCES = ["Hello world.", "The cat sat on the mat.", "How are you today?"]
-FRAMES = [23, 31, 27]  # forced output lengths: a random NAR's durations mean nothing
-
-
-@pytest.fixture(scope="module")
-def ckpts(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("coarse_to_fine")
-    nar = tiny_checkpoint(root / "nar.pt", "nonautoregressive", refine_steps=2, **TINY["nonautoregressive"])
-    ar = tiny_checkpoint(root / "ar.pt", "autoregressive", reduction_factor=2, **TINY["autoregressive"])
-    return {"nar": nar, "ar": ar}
-
-
-@pytest.fixture(scope="module")
-def base(ckpts) -> TorchEngine:
-    acoustic = checkpoint.load(ckpts["nar"])
-    return TorchEngine(acoustic, load_vocoder("griffin-lim", acoustic.mel_config))
+# the rescoring tests' tiny checkpoints (a NAR with a refiner, an AR with r = 2) and the NAR's torch engine
+from test_rescoring import FRAMES, SENTENCES, base, ckpts  # noqa: F401 (pytest fixtures)
 
 
 def ar_forward(ar, ids: list[int], mel: torch.Tensor) -> torch.Tensor:

@@ -30,10 +30,9 @@ import numpy as np
 import torch
 
 from tts.data.batch import Batch
-from tts.errors import MelConfigMismatchError
 from tts.runtime.controls import Controls
 from tts.runtime.engine import EngineDecorator, MelBatch
-from tts.runtime.rescoring import DEFAULT_SCORER, deterministic_prenets, load_scorer, symbol_map
+from tts.runtime.rescoring import DEFAULT_SCORER, attach_ar, deterministic_prenets, map_ids
 
 DEFAULT_REFINER = DEFAULT_SCORER  # the shipped Tacotron 2
 
@@ -64,12 +63,7 @@ class CoarseToFineEngine(EngineDecorator):
         super().__init__(base)
         if getattr(base, "capabilities", None) is not None and base.capabilities.autoregressive:
             raise ValueError("coarse-to-fine refines a NAR's draft: the base engine is already autoregressive")
-        self.refiner, refiner_symbols, refiner_mel = load_scorer(refiner, device or getattr(base, "device", "cpu"))
-        base_mel = getattr(base, "mel_config", None)
-        if refiner_mel is not None and base_mel is not None and refiner_mel != base_mel:
-            raise MelConfigMismatchError(f"the coarse-to-fine AR's mel config differs from the voice's: {refiner_mel} "
-                                         f"vs {base_mel}")
-        self.to_refiner_ids = symbol_map(base.frontend.symbols, refiner_symbols)
+        self.refiner, self.to_refiner_ids = attach_ar(base, refiner, "coarse-to-fine AR", device)
 
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
              forced_frames: Sequence[int] | None = None) -> MelBatch:
@@ -81,12 +75,7 @@ class CoarseToFineEngine(EngineDecorator):
                 continue
             item = torch.as_tensor(np.asarray(draft.mels[b][:, :n]) if not isinstance(draft.mels, torch.Tensor)
                                    else draft.mels[b][:, :n])
-            out = refine_locally(self.refiner, self._refiner_ids(ids[b]), item)
+            out = refine_locally(self.refiner, map_ids(self.to_refiner_ids, ids[b]), item)
             refined[b, :, :n] = out.to(refined.dtype) if isinstance(refined, torch.Tensor) \
                 else out.cpu().numpy().astype(refined.dtype)
         return dataclasses.replace(draft, mels=refined)
-
-    def _refiner_ids(self, ids: Sequence[int]) -> list[int]:
-        if self.to_refiner_ids is None:
-            return list(ids)
-        return self.to_refiner_ids[np.asarray(list(ids), dtype=np.int64)].tolist()

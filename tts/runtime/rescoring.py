@@ -168,6 +168,24 @@ def load_scorer(scorer: Any, device: str = "cpu") -> tuple[torch.nn.Module, list
     return scorer.to(device).eval(), symbols, mel_config
 
 
+def attach_ar(base: Any, ar: Any, role: str, device: str | None = None) -> tuple[torch.nn.Module, np.ndarray | None]:
+    """An AR model (`load_scorer`'s inputs) for a decorator over the engine `base` -> (the model on the base's
+    device, the base-id -> AR-id map or None): its mel config must be the base's (MelConfigMismatchError naming
+    `role`), its symbols must cover the base's (`symbol_map`)."""
+    model, symbols, mel_config = load_scorer(ar, device or getattr(base, "device", "cpu"))
+    base_mel = getattr(base, "mel_config", None)
+    if mel_config is not None and base_mel is not None and mel_config != base_mel:
+        raise MelConfigMismatchError(f"the {role}'s mel config differs from the voice's: {mel_config} vs {base_mel}")
+    return model, symbol_map(base.frontend.symbols, symbols)
+
+
+def map_ids(table: np.ndarray | None, ids: Sequence[int]) -> list[int]:
+    """Base token ids -> the AR's (`attach_ar`'s map; None: the same table)."""
+    if table is None:
+        return list(ids)
+    return table[np.asarray(list(ids), dtype=np.int64)].tolist()
+
+
 def symbol_map(base_symbols: Sequence[str], scorer_symbols: Sequence[str] | None) -> np.ndarray | None:
     """[V_base] int64: the scorer's id of each base symbol (None when the tables are equal or unknown)."""
     if scorer_symbols is None or list(base_symbols) == list(scorer_symbols):
@@ -194,12 +212,7 @@ class RescoringEngine(EngineDecorator):
         super().__init__(base)
         self.candidates = candidates
         self.attention_weight = float(attention_weight)
-        self.scorer, scorer_symbols, scorer_mel = load_scorer(scorer, device or getattr(base, "device", "cpu"))
-        base_mel = getattr(base, "mel_config", None)
-        if scorer_mel is not None and base_mel is not None and scorer_mel != base_mel:
-            raise MelConfigMismatchError(f"the rescoring scorer's mel config differs from the voice's: {scorer_mel} "
-                                         f"vs {base_mel}")
-        self.to_scorer_ids = symbol_map(base.frontend.symbols, scorer_symbols)
+        self.scorer, self.to_scorer_ids = attach_ar(base, scorer, "rescoring scorer", device)
         self.last_scores: list[ItemScores] = []
 
     def mels(self, ids: Sequence[Sequence[int]], indices: Sequence[int], controls: Controls,
@@ -223,9 +236,7 @@ class RescoringEngine(EngineDecorator):
         return self._winners(outs, [s.chosen for s in scores])
 
     def _scorer_ids(self, ids: Sequence[int]) -> list[int]:
-        if self.to_scorer_ids is None:
-            return list(ids)
-        return self.to_scorer_ids[np.asarray(list(ids), dtype=np.int64)].tolist()
+        return map_ids(self.to_scorer_ids, ids)
 
     def _winners(self, outs: list[MelBatch], chosen: list[int]) -> MelBatch:
         """Item b of outs[chosen[b]], for every b: mels (padded with the scorer's pad value, the mel config's
