@@ -22,8 +22,8 @@ from tts import checkpoint
 from tts.data.corpus import CorpusError, read_segments
 from tts.data.dataset import Collate, TTSDataset
 from data_prep.piper_corpus import alignments_path
-from tts.durations import (durations_from_segments, monotonic_alignment, piper_segments, word_boundary_error,
-                           word_spans_from_segments, word_spans_from_tokens)
+from tts.durations import (durations_from_segments, monotonic_alignment, piper_segments, spans_in_seconds,
+                           word_boundary_error, word_spans_from_segments, word_spans_from_tokens)
 from tts.training.cli import UsageError, recipe_entry, user_errors
 from tts.training.preflight import MissingDataError, require_corpus
 
@@ -156,24 +156,23 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend, reference: Path | Non
         if not (reference / f"{uid}.npy").is_file():
             raise CorpusError(f"no reference durations for {uid} in {reference}")
         ref = load_durations(reference, uid, n_tokens=len(symbols), n_frames=dataset.n_frames[uid]).numpy()
-        # frame spans to seconds as word_boundary_error reads ours (a boundary half a frame before its frame)
-        return [(max(a - 0.5, 0.0) * frame_s, (b - 0.5) * frame_s)
-                for a, b in word_spans_from_tokens(symbols, ref, frontend.symbols.is_phone)]
+        return spans_in_seconds(word_spans_from_tokens(symbols, ref, frontend.symbols.is_phone), frame_s)
 
     errors, maxima, zero, total, comparable, no_reference = [], [], 0, 0, 0, 0
     frame_s = dataset.mel_config.frame_seconds
     for uid in dataset.ids:
         tokens = dataset.tokens[uid]
         d = load_durations(out_dir, uid, n_tokens=len(tokens), n_frames=dataset.n_frames[uid]).numpy()
-        phone_mask = [frontend.symbols.is_phone(s) for s in frontend.decode(tokens)]
+        symbols = frontend.decode(tokens)
+        phone_mask = [frontend.symbols.is_phone(s) for s in symbols]
         zero += int(((d == 0) & np.array(phone_mask)).sum())
         total += int(sum(phone_mask))
         try:
-            ref_spans = reference_spans(uid, frontend.decode(tokens))
+            ref_spans = reference_spans(uid, symbols)
         except CorpusError:
             no_reference += 1
             continue
-        ours = word_spans_from_tokens(frontend.decode(tokens), d, frontend.symbols.is_phone)
+        ours = word_spans_from_tokens(symbols, d, frontend.symbols.is_phone)
         rep = word_boundary_error(ours, ref_spans, frame_s)
         if rep.comparable:
             comparable += 1
@@ -230,6 +229,7 @@ def main(cfg: DictConfig) -> dict:
         loaded, frontend, mel_config = None, instantiate(cfg.text), instantiate(cfg.audio)
     out_dir = Path(cfg.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    reference = Path(cfg.reference) if cfg.reference else None
     report = {"source": cfg.source, "checkpoint": str(cfg.checkpoint) if loaded else None,
               "frontend": frontend.to_dict(), "splits": {}}
     for split in cfg.splits:
@@ -249,7 +249,6 @@ def main(cfg: DictConfig) -> dict:
                                  f"attention to distil durations from: give an AR (Tacotron 2) or aligner checkpoint")
             log.info("%s: aligning %d utterances", split, len(dataset))
             distil(loaded.model, dataset, out_dir, cfg.batch_size, cfg.max_skip)
-        reference = Path(cfg.reference) if cfg.reference else None
         report["splits"][split] = {**evaluate(dataset, out_dir, frontend, reference), **extra}
         log.info("%s: %d utterances done", split, len(dataset))
     write_json_atomic(out_dir / "report.json", report)

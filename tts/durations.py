@@ -105,13 +105,18 @@ def word_spans_from_segments(segments) -> list[tuple[float, float]]:
     return spans
 
 
+def spans_in_seconds(token_spans: list[tuple[int, int]], frame_seconds: float) -> list[tuple[float, float]]:
+    """Frame spans [start, end) -> (start s, end s).  Frame f covers [f*hop - win/2, ...]; with center=True its
+    centre is at f * hop, so a boundary between frames f-1 and f sits at (f - 0.5) * hop; the first start is
+    clamped to 0."""
+    return [(max(a - 0.5, 0.0) * frame_seconds, (b - 0.5) * frame_seconds) for a, b in token_spans]
+
+
 def word_boundary_error(token_spans: list[tuple[int, int]], ref_spans: list[tuple[float, float]],
                         frame_seconds: float) -> WordBoundaryReport:
     if len(token_spans) != len(ref_spans) or not ref_spans:
         return WordBoundaryReport(False, len(ref_spans), float("nan"), float("nan"))
-    # frame f covers [f*hop - win/2, ...]; with center=True its centre is at f * hop, so a boundary
-    # between frames f-1 and f sits at (f - 0.5) * hop; the first start is clamped to 0
-    ours = np.array([[max(a - 0.5, 0.0), b - 0.5] for a, b in token_spans]) * frame_seconds
+    ours = np.array(spans_in_seconds(token_spans, frame_seconds))
     ref = np.array(ref_spans)
     err = np.abs(ours - ref) * 1000.0
     return WordBoundaryReport(True, len(ref_spans), float(err.mean()), float(err.max()))

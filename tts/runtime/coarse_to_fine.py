@@ -73,9 +73,7 @@ class CoarseToFineEngine(EngineDecorator):
             n = int(draft.lengths[b])
             if n == 0:
                 continue
-            item = torch.as_tensor(np.asarray(draft.mels[b][:, :n]) if not isinstance(draft.mels, torch.Tensor)
-                                   else draft.mels[b][:, :n])
-            out = refine_locally(self.refiner, map_ids(self.to_refiner_ids, ids[b]), item)
-            refined[b, :, :n] = out.to(refined.dtype) if isinstance(refined, torch.Tensor) \
-                else out.cpu().numpy().astype(refined.dtype)
+            out = refine_locally(self.refiner, map_ids(self.to_refiner_ids, ids[b]), torch.as_tensor(draft.mels[b][:, :n]))
+            # the base's array type (torch or numpy), dtype and device
+            refined[b, :, :n] = out.to(refined) if isinstance(refined, torch.Tensor) else out.cpu().numpy()
         return dataclasses.replace(draft, mels=refined)
