@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tts.data.batch import Batch, lengths_to_mask
+from tts.models.layers.mel_statistics import install_mel_statistics
 from tts.models.outputs import LossOutput
 
 
@@ -85,14 +86,8 @@ class UnsupervisedAligner(nn.Module):
         self.register_buffer("mel_std", torch.full((n_mels,), float(mel_std)))
 
     def set_data_statistics(self, stats: dict) -> None:
-        """data_prep's features/stats.json: stats["mel"]["mean"/"std"] (scalars or n_mels lists)."""
-        mel = stats.get("mel") or {}
-        for name in ("mean", "std"):
-            if name in mel:
-                value = torch.as_tensor(mel[name], dtype=torch.float32).flatten()
-                if value.numel() not in (1, self.n_mels) or not torch.isfinite(value).all():
-                    raise ValueError(f"mel {name} needs 1 or n_mels={self.n_mels} finite values")
-                getattr(self, f"mel_{name}").copy_(value.clamp_min(1e-2) if name == "std" else value)
+        """data_prep's features/stats.json: stats["mel"]["mean"/"std"] (tts.models.layers.mel_statistics)."""
+        install_mel_statistics(stats.get("mel") or {}, self.mel_mean, self.mel_std)
 
     def log_attention(self, tokens: torch.Tensor, token_lengths: torch.Tensor, mels: torch.Tensor,
                       mel_lengths: torch.Tensor) -> torch.Tensor:

@@ -32,6 +32,7 @@ from torch import nn
 from tts.data.batch import Batch, lengths_to_mask
 from tts.models.layers.alignment import ARFailure, analyse_alignment, guided_attention_loss
 from tts.models.layers.conv import Postnet, pad_to_multiple
+from tts.models.layers.mel_statistics import install_mel_statistics
 from tts.models.layers.tacotron_decoder import TacotronDecoder
 from tts.models.layers.tacotron_encoder import TacotronEncoder
 from tts.models.outputs import InferenceSpec, LossOutput, MelOutput
@@ -130,23 +131,13 @@ class ARAcousticModel(nn.Module):
 
     # --- normalisation ----------------------------------------------------------------------------
     def set_normalizer(self, mean: torch.Tensor | float, std: torch.Tensor | float) -> None:
-        """Install corpus statistics of the raw log-mel: mean/std scalars or [M]."""
-        mean = torch.as_tensor(mean, dtype=torch.float32).flatten()
-        std = torch.as_tensor(std, dtype=torch.float32).flatten()
-        if mean.numel() not in (1, self.n_mels) or std.numel() not in (1, self.n_mels):
-            raise ValueError(f"mel statistics need 1 or n_mels={self.n_mels} values, got {mean.numel()}, {std.numel()}")
-        if not (torch.isfinite(mean).all() and torch.isfinite(std).all()) or (std <= 0).any():
-            raise ValueError("mel statistics must be finite with positive std")
-        self.mel_mean.copy_(mean.expand(self.n_mels))
-        self.mel_std.copy_(std.expand(self.n_mels))
+        """Install corpus statistics of the raw log-mel: mean/std scalars or [M] (tts.models.layers.mel_statistics)."""
+        install_mel_statistics({"mean": mean, "std": std}, self.mel_mean, self.mel_std)
 
     def set_data_statistics(self, stats: dict) -> None:
-        """Install data_prep's features/stats.json (uses stats["mel"]["mean"/"std"], scalars or n_mels
-        lists; anything else, e.g. pitch/energy, is ignored; a missing entry keeps its current value)."""
-        mel = stats.get("mel") or {}
-        mean = mel.get("mean", self.mel_mean)
-        std = torch.as_tensor(mel.get("std", self.mel_std), dtype=torch.float32).clamp_min(1e-2)
-        self.set_normalizer(mean, std)
+        """Install data_prep's features/stats.json: stats["mel"]["mean"/"std"]; anything else, e.g. pitch/energy,
+        is ignored; a missing entry keeps its current value."""
+        install_mel_statistics(stats.get("mel") or {}, self.mel_mean, self.mel_std)
 
     def normalise(self, mel: torch.Tensor) -> torch.Tensor:
         """raw log-mel [B, M, T] -> normalised."""

@@ -40,6 +40,7 @@ from torch import nn
 
 from tts.data.batch import Batch, lengths_to_mask
 from tts.models.layers.length_regulator import check_durations, durations_from_log, regulate_length, speed_durations
+from tts.models.layers.mel_statistics import install_mel_statistics
 from tts.models.blockwise import BlockDecoder, BlockPrenet, DecodedBlock, StreamingRefiner
 from tts.models.layers.transformer import BlockLayout, FFTStack
 from tts.models.layers.variance import VarianceAdaptor, VarianceOutput, VarianceTargets
@@ -48,7 +49,6 @@ from tts.models.refiner import FlowMatchingRefiner, per_item_noise
 
 __all__ = ["FastSpeech2", "FastSpeech2Output", "NARInferenceOutput", "NARPlan", "MelChunk"]
 
-_MEL_STD_FLOOR = 1e-2  # natural-log units; stats below this mean a constant channel
 
 
 @dataclass
@@ -230,20 +230,7 @@ class FastSpeech2(nn.Module):
                 return float(v)
             return None
 
-        mel = stats.get("mel") or {}
-        for name, buf in (("mean", self.mel_mean), ("std", self.mel_std)):
-            if name not in mel:
-                continue
-            value = torch.as_tensor(mel[name], dtype=torch.float32).flatten()
-            if value.numel() == 1:
-                value = value.expand(self.n_mels)
-            if value.numel() != self.n_mels:
-                raise ValueError(f"stats mel {name} has {value.numel()} channels, model has n_mels={self.n_mels}")
-            if not torch.isfinite(value).all():
-                warnings.warn(f"ignoring non-finite mel {name} statistics; keeping the current values")
-                continue
-            # a near-constant channel (e.g. always at the log floor) must not be blown up by ~1/0
-            buf.copy_(value.clamp_min(_MEL_STD_FLOOR) if name == "std" else value)
+        install_mel_statistics(stats.get("mel") or {}, self.mel_mean, self.mel_std)
         pitch = stats.get("pitch") or {}
         log_mean, log_std = pick(pitch, "log_mean", "mean_log_hz"), pick(pitch, "log_std", "std_log_hz")
         hz_mean, hz_std = pick(pitch, "mean", "mean_hz"), pick(pitch, "std", "std_hz")
