@@ -80,7 +80,11 @@ def run_rater(url: str, strategy: str, answer: Callable[[dict, str], dict] | Non
             while max_pages is None or pages < max_pages:
                 if deadline is not None and time.monotonic() > deadline:
                     break
-                nxt = c.get("/api/next").json()
+                r = c.get("/api/next")
+                if r.status_code != 200:  # refused (429: this address's request budget): the rater stops here
+                    run.refused[r.status_code] = run.refused.get(r.status_code, 0) + 1
+                    break
+                nxt = r.json()
                 if nxt["done"]:
                     run.done = True
                     break
