@@ -578,6 +578,18 @@ def test_scripted_ballot_stuffing_is_limited(built, tmp_path):
     con.close()
 
 
+def test_a_rater_over_the_request_budget_is_refused_and_stops(built, tmp_path):
+    """A scripted rater whose address runs out of requests (429 at /api/next) records the refusal and stops."""
+    args = ("--requests-per-minute", "4", "--trusted-proxy", "127.0.0.1")
+    xff = {"X-Forwarded-For": "203.0.113.9"}  # an address of its own (the server's start-up probes are loopback's)
+    with ServerProcess(built, tmp_path / "budget.sqlite", extra_args=args) as srv:
+        for _ in range(3):  # it spends 3 of its 4 requests: the session is the 4th, /api/next the 5th
+            assert httpx.get(srv.url + "/", headers=xff).status_code == 200
+        run = run_rater(srv.url, "no_wait", forwarded_for=xff["X-Forwarded-For"])
+    assert run.session_status == 200 and not run.done and run.error is None
+    assert run.refused.get(429, 0) >= 1, run
+
+
 # ---------------------------------------------------------------- issue 33, 5: statistics count raters
 def _answers_for(test: dict, raters: list[str], pick, score=None) -> list[dict]:
     """Answers of raters who pass every check, choosing per real A/B page by `pick(rater, systems)`."""
