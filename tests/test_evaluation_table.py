@@ -108,4 +108,14 @@ def test_paired_differences_are_taken_sentence_by_sentence(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert "| new minus old | distillmos | +0.50 [+0.50, +0.50] | 2 of 2 |" in out  # u3 has no partner
     assert main([str(report), "--paired", "new,absent"]) == 2
-    assert "holds both" in capsys.readouterr().err
+    assert "holds ['absent']" in capsys.readouterr().err
+    # A and B in two reports of the same sentences pair as in one; reports of other sentences are refused
+    other = make_report(tmp_path / "q", {"newer": [{"id": "u1", "distillmos": 4.5}, {"id": "u2", "distillmos": 2.0}]},
+                        {"newer": {"cer": 0.0, "wer": 0.0, "n": 2}})
+    assert main([str(report), str(other), "--columns", "distillmos", "--paired", "newer,old"]) == 0
+    assert "| newer minus old | distillmos | +0.50 [-0.50, +1.50] | 1 of 2 |" in capsys.readouterr().out
+    payload = json.loads(other.read_text())
+    payload["config"] = {"data_root": "data/joe", "split": "test"}
+    other.write_text(json.dumps(payload))
+    assert main([str(report), str(other), "--paired", "newer,old"]) == 2
+    assert "different sentences" in capsys.readouterr().err

@@ -13,8 +13,8 @@ listed in order of preference); a cell a report lacks is "–".  `--ci` adds eac
 interval from the report ("3.45 [3.37, 3.53]"; the corpus-level CER/WER have none).
 
 `--paired A,B` (repeatable) adds, for each per-utterance column, system A minus system B utterance by utterance
-on the sentences both spoke (one report must hold both): the mean difference with its bootstrap interval and
-the number of sentences A wins.  Two systems on the same sentences differ less than their two intervals suggest.
+on the sentences both spoke (by id; from two reports only when both evaluated the same data_root and split): the
+mean difference with its bootstrap interval and the number of sentences A wins.  Two systems on the same sentences differ less than their two intervals suggest.
 """
 
 from __future__ import annotations
@@ -96,17 +96,29 @@ def to_markdown(rows: Sequence[SystemRow], columns: Sequence[str], labels: dict[
     return "\n".join(lines) + "\n"
 
 
+def _per_utterance(paths: Sequence[Path], system: str) -> tuple[dict, list[dict]] | None:
+    """(the first report holding `system` per utterance, its rows), or None."""
+    for path in paths:
+        report = read_report(path)
+        rows = (report.get("utterances") or {}).get(system)
+        if rows is not None:
+            return report, rows
+    return None
+
+
 def paired_rows(paths: Sequence[Path], a: str, b: str, columns: Sequence[str]) -> list[str]:
     """Markdown rows "A minus B | column | mean [low, high] | wins of n" for each per-utterance column."""
     from tts.evaluation.report import mean_ci
 
-    for path in paths:
-        per = read_report(path).get("utterances") or {}
-        if a in per and b in per:
-            break
-    else:
-        raise ReportError(f"no report of {[str(p) for p in paths]} holds both {a!r} and {b!r} per utterance")
-    mine, theirs = ({u["id"]: u for u in per[s]} for s in (a, b))
+    found = {s: _per_utterance(paths, s) for s in (a, b)}
+    if any(v is None for v in found.values()):
+        raise ReportError(f"no report of {[str(p) for p in paths]} holds {[s for s, v in found.items() if v is None]} "
+                          "per utterance")
+    # two reports pair by utterance id only when they spoke the same corpus split (ids are the corpus's own)
+    where = [tuple((rep.get("config") or {}).get(k) for k in ("data_root", "split")) for rep, _ in found.values()]
+    if where[0] != where[1]:
+        raise ReportError(f"{a!r} and {b!r} come from reports on different sentences: {where[0]} vs {where[1]}")
+    mine, theirs = ({u["id"]: u for u in rows} for _, rows in found.values())
     ids = [i for i in mine if i in theirs]
     lines = []
     for column in columns:
