@@ -14,7 +14,8 @@ interval from the report ("3.45 [3.37, 3.53]"; the corpus-level CER/WER have non
 
 `--paired A,B` (repeatable) adds, for each per-utterance column, system A minus system B utterance by utterance
 on the sentences both spoke (by id; from two reports only when both evaluated the same data_root and split): the
-mean difference with its bootstrap interval and the number of sentences A wins.  Two systems on the same sentences differ less than their two intervals suggest.
+mean difference with its bootstrap interval and the number of sentences A wins.  Two systems on the same
+sentences differ less than their two intervals suggest.
 """
 
 from __future__ import annotations
