@@ -165,6 +165,10 @@ def test_normaliser_travels_in_state_dict():
     assert torch.all(model.mel_mean == -5.0)
     with pytest.raises(ValueError):
         model.set_normalizer(torch.zeros(10), 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        model.set_normalizer(float("nan"), 1.0)
+    with pytest.raises(ValueError, match="positive"):
+        model.set_normalizer(-6.0, 0.0)
     # inference still runs with per-channel statistics installed
     out = model.eval().infer(torch.tensor([[1, 2, 3]]), torch.tensor([3]), max_decoder_steps=4, stop_threshold=1.0)
     assert out.mels.shape == (1, N_MELS, 4)

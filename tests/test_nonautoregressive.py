@@ -97,6 +97,8 @@ def test_set_data_statistics_is_tolerant():
     assert "mel_mean" in model.state_dict() and "variance.pitch_log_std" in model.state_dict()
     with pytest.raises(ValueError, match="n_mels"):
         model.set_data_statistics({"mel": {"mean": [0.0] * 10}})
+    with pytest.raises(ValueError, match="finite"):  # a corpus without frames: not silently the defaults
+        model.set_data_statistics({"mel": {"std": [float("nan")] * N_MELS}})
     # data_prep/features.py's key names, a NaN (no voiced frame) and a constant mel channel
     stats = {
         "pitch": {"mean_hz": 210.0, "std_hz": 30.0, "mean_log_hz": 5.3, "std_log_hz": float("nan")},

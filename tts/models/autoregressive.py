@@ -132,6 +132,8 @@ class ARAcousticModel(nn.Module):
     # --- normalisation ----------------------------------------------------------------------------
     def set_normalizer(self, mean: torch.Tensor | float, std: torch.Tensor | float) -> None:
         """Install corpus statistics of the raw log-mel: mean/std scalars or [M] (tts.models.layers.mel_statistics)."""
+        if (torch.as_tensor(std) <= 0).any():  # stats.json's near-constant channels are floored; a given std is not
+            raise ValueError(f"mel std must be positive, got {std}")
         install_mel_statistics({"mean": mean, "std": std}, self.mel_mean, self.mel_std)
 
     def set_data_statistics(self, stats: dict) -> None:

@@ -73,7 +73,8 @@ class CoarseToFineEngine(EngineDecorator):
             n = int(draft.lengths[b])
             if n == 0:
                 continue
-            out = refine_locally(self.refiner, map_ids(self.to_refiner_ids, ids[b]), torch.as_tensor(draft.mels[b][:, :n]))
+            item = torch.as_tensor(draft.mels[b][:, :n])
+            out = refine_locally(self.refiner, map_ids(self.to_refiner_ids, ids[b]), item)
             # the base's array type (torch or numpy), dtype and device
             refined[b, :, :n] = out.to(refined) if isinstance(refined, torch.Tensor) else out.cpu().numpy()
         return dataclasses.replace(draft, mels=refined)

@@ -7,7 +7,6 @@ recipes.train fills them from data_prep's features/stats.json, stats["mel"]["mea
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 
 import torch
@@ -17,8 +16,8 @@ STD_FLOOR = 1e-2  # natural-log units: a near-constant channel (always at the lo
 
 def install_mel_statistics(mel: Mapping, mean: torch.Tensor, std: torch.Tensor) -> None:
     """Copy mel["mean"] / mel["std"] (1 or M values each; absent: the buffer keeps its value) into the [M]
-    buffers `mean` / `std`.  A wrong channel count is an error (another mel definition); a non-finite entry
-    (a channel with no frames) is skipped with a warning; std is floored at STD_FLOOR."""
+    buffers `mean` / `std`.  A wrong channel count (another mel definition) or a non-finite value (statistics of a
+    corpus without frames) is an error; std is floored at STD_FLOOR."""
     n_mels = mean.numel()
     for name, buf in (("mean", mean), ("std", std)):
         if mel.get(name) is None:
@@ -29,6 +28,5 @@ def install_mel_statistics(mel: Mapping, mean: torch.Tensor, std: torch.Tensor) 
         if value.numel() != n_mels:
             raise ValueError(f"mel {name} statistics have {value.numel()} channels, the model has n_mels={n_mels}")
         if not torch.isfinite(value).all():
-            warnings.warn(f"ignoring non-finite mel {name} statistics; keeping the current values")
-            continue
+            raise ValueError(f"mel {name} statistics must be finite, got {value.tolist()}")
         buf.copy_(value.clamp_min(STD_FLOOR) if name == "std" else value)
