@@ -50,6 +50,22 @@ def test_table_takes_each_system_from_the_first_report_that_has_it(reports):
     assert lines[4] == "| NAR K=2 | 0.010 | 11.00 | – | 2.25 |"
 
 
+def test_name_at_k_takes_a_system_from_that_report_only(reports, capsys):
+    # two reports with a system of the same name (the old and the new default): NAME@K picks the K-th report's
+    a, b = reports
+    rows = collect([a, b], ["ground_truth@2", "ground_truth", "ar@1"])
+    assert [r.name for r in rows] == ["ground_truth@2", "ground_truth", "ar@1"]
+    assert [r.corpus_asr["cer"] for r in rows] == [0.5, 0.04, 0.08]
+    with pytest.raises(ReportError, match="in none of"):
+        collect([a, b], ["ar@2"])  # ar is in report 1 only
+    for bad in ("ar@3", "ar@0", "ar@x"):
+        with pytest.raises(ReportError, match="number of one of the 2 reports"):
+            collect([a, b], [bad])
+    assert main([str(a), str(b), "--systems", "ground_truth@2", "--columns", "cer",
+                 "--label", "ground_truth@2=second"]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == "| second | 0.500 |"
+
+
 def test_ci_adds_the_reports_interval_but_not_to_corpus_columns(reports):
     a, _ = reports
     [ar] = collect([a], ["ar"])
@@ -119,3 +135,8 @@ def test_paired_differences_are_taken_sentence_by_sentence(tmp_path: Path, capsy
     other.write_text(json.dumps(payload))
     assert main([str(report), str(other), "--paired", "newer,old"]) == 2
     assert "different sentences" in capsys.readouterr().err
+    # NAME@K pairs a system with its namesake of another report
+    twin = make_report(tmp_path / "t", {"new": [{"id": "u1", "distillmos": 3.0}, {"id": "u2", "distillmos": 3.5}]},
+                       {"new": {"cer": 0.0, "wer": 0.0, "n": 2}})
+    assert main([str(twin), str(report), "--columns", "distillmos", "--paired", "new@1,new@2"]) == 0
+    assert "| new@1 minus new@2 | distillmos | +0.00 [-0.50, +0.50] | 1 of 2 |" in capsys.readouterr().out

@@ -9,7 +9,9 @@ Columns: `cer` / `wer` are corpus-level (total edits / total reference length, t
 `corpus_asr`); every other column is the per-utterance mean from the report's `summary` (any metric
 name a report has, e.g. mcd_db, log_f0_rmse_cents, distillmos, has_missing_words, ar_failure, mel_s,
 rtf).  A system found in several reports is taken from the first that has it (so the reports are
-listed in order of preference); a cell a report lacks is "–".  `--ci` adds each mean's confidence
+listed in order of preference); `NAME@K` takes NAME from the K-th report only (1-based: two reports
+with a system of the same name, e.g. the old and the new default, side by side; `--label` and `--paired` name
+it so too); a cell a report lacks is "–".  `--ci` adds each mean's confidence
 interval from the report ("3.45 [3.37, 3.53]"; the corpus-level CER/WER have none).
 
 `--paired A,B` (repeatable) adds, for each per-utterance column, system A minus system B utterance by utterance
@@ -57,20 +59,43 @@ def read_report(path: Path) -> dict:
     return payload
 
 
+def split_spec(spec: str, paths: Sequence[Path]) -> tuple[str, Sequence[Path]]:
+    """`NAME` -> (NAME, every report); `NAME@K` -> (NAME, [the K-th report]) (1-based)."""
+    name, at, k = spec.rpartition("@")
+    if not at:
+        return spec, paths
+    if not k.isdigit() or not 1 <= int(k) <= len(paths):
+        raise ReportError(f"{spec!r}: after '@' the number of one of the {len(paths)} reports (1-based)")
+    return name, [paths[int(k) - 1]]
+
+
 def collect(paths: Sequence[Path], systems: Sequence[str] | None = None) -> list[SystemRow]:
-    """Rows in the order of `systems` (default: every system of every report, first report first)."""
-    found: dict[str, SystemRow] = {}
-    for path in paths:
-        payload = read_report(path)
-        corpus = payload.get("corpus_asr") or {}
-        for name, summary in payload["summary"].items():
-            found.setdefault(name, SystemRow(name, Path(path), summary, corpus.get(name)))
+    """Rows in the order of `systems` (default: every system of every report, first report first); a row's
+    name is its spec as asked (`NAME` or `NAME@K`)."""
     if systems is None:
+        found: dict[str, SystemRow] = {}
+        for path in paths:
+            payload = read_report(path)
+            corpus = payload.get("corpus_asr") or {}
+            for name, summary in payload["summary"].items():
+                found.setdefault(name, SystemRow(name, Path(path), summary, corpus.get(name)))
         return list(found.values())
-    missing = [s for s in systems if s not in found]
+    payloads = {Path(path): read_report(path) for path in paths}
+    rows, missing = [], []
+    for spec in systems:
+        name, where = split_spec(spec, paths)
+        for path in where:
+            payload = payloads[Path(path)]
+            if name in payload["summary"]:
+                corpus = payload.get("corpus_asr") or {}
+                rows.append(SystemRow(spec, Path(path), payload["summary"][name], corpus.get(name)))
+                break
+        else:
+            missing.append(spec)
     if missing:
-        raise ReportError(f"systems {missing} are in none of {[str(p) for p in paths]}; they have {sorted(found)}")
-    return [found[s] for s in systems]
+        have = set().union(*(p["summary"] for p in payloads.values()))
+        raise ReportError(f"systems {missing} are in none of {[str(p) for p in paths]}; they have {sorted(have)}")
+    return rows
 
 
 def cell(row: SystemRow, column: str, ci: bool = False) -> str:
@@ -98,7 +123,8 @@ def to_markdown(rows: Sequence[SystemRow], columns: Sequence[str], labels: dict[
 
 
 def _per_utterance(paths: Sequence[Path], system: str) -> tuple[dict, list[dict]] | None:
-    """(the first report holding `system` per utterance, its rows), or None."""
+    """(the first report holding `system` (`NAME` or `NAME@K`) per utterance, its rows), or None."""
+    system, paths = split_spec(system, paths)
     for path in paths:
         report = read_report(path)
         rows = (report.get("utterances") or {}).get(system)
