@@ -12,6 +12,8 @@
     python -m recipes.benchmark kv-cache [--lengths 100,..,2000] [--budget-mb 512] [--out DIR]  (bench/kv_cache.py)
     python -m recipes.benchmark latency [--lengths 12,..,200] [--repeats 3] [--threads 1] [--tar CKPT] [--out DIR]
         (recipes/bench/latency.py: every system's model-only and end-to-end time against length, and the margin)
+    python -m recipes.benchmark short [--checkpoint CKPT ...] [--speeds 1,1.25,1.5,1.75,2] [--out DIR]
+        (recipes/bench/short_utterances.py: one-vowel texts audible at every speed; a candidate default's gate)
 
 Without --ar / --nar / --vocoder the shipped models are measured (checkpoints/ar.pt, checkpoints/nar.pt and the
 default vocoder of checkpoints/default.json); --random builds random-weight models for the ones not given.
@@ -104,6 +106,7 @@ SUBCOMMANDS = {
     "runtime": ("recipes.bench.runtime", "default (ONNX) vs torch vs Piper RTF, CLI stream and cold start"),
     "kv-cache": ("recipes.bench.kv_cache", "the Transformer AR's per-step time and KV-cache memory against length"),
     "latency": ("recipes.bench.latency", "every system's model-only and end-to-end time against length, the margin"),
+    "short": ("recipes.bench.short_utterances", "one-vowel / one-word texts audible at every speed (a default's gate)"),
 }
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The block-wise NAR's CPU training (issue 22, experiment=nar_block_cpu_small): warm start from the
-# Festival-duration parallel carry/nar_festival.pt (the block prenet starts fresh), its durations, ONE intra-op
+# The block-wise NAR's CPU training (issue 22, experiment=nar_block_cpu_small): warm start from the shipped
+# parallel checkpoints/nar.pt (the block prenet starts fresh), Festival durations as nar.pt, ONE intra-op
 # thread + 1 loader worker.  Resumable: run it again after a kill and it continues from last.ckpt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
