@@ -618,7 +618,10 @@ def test_four_raters_cannot_make_a_result_significant(tmp_path):
     bots = [f"{k:032x}" for k in range(4)]
     rows = _answers_for(test, bots, pick=lambda rid, systems: "nar" if "nar" in systems else systems[0],
                         score=lambda rid, it: 5 if it["system"] == "nar" else 1 + int(rid[-1]) % 2)
-    res = analyse(test, rows, bootstrap=500)
+    # the flags are not what this test is about: each build draws a new secret, hence new side swaps, and in a few
+    # builds in a hundred a bot that always picks nar lands on the same side in >= 90 % of its A/B pages ("constant
+    # side": not counted, which once failed this test in a full run); counted all, the statistics are the point
+    res = analyse(test, rows, bootstrap=500, exclude_flagged=False)
     assert res["n_raters_counted"] == 4
     (pair,) = [p for p in res["ab"] if {p["system_a"], p["system_b"]} == {"gt", "nar"}]
     assert pair["p_value_sign_test"] < 1e-3  # 16 answers read as independent
