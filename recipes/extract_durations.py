@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from data_prep.atomic import write_json_atomic
 from tts import checkpoint
-from tts.data.corpus import CorpusError, read_segments
+from tts.data.corpus import CorpusError, load_features, read_segments
 from tts.data.dataset import Collate, TTSDataset
 from data_prep.piper_corpus import alignments_path
 from tts.durations import (durations_from_segments, monotonic_alignment, piper_segments, spans_in_seconds,
@@ -61,6 +61,13 @@ OmegaConf.register_new_resolver("corpus_root", _corpus_root, replace=True)
 # Above this share of 0-frame phones the durations are suspect (the shipped AR teacher: 1.2 %, Festival's
 # segmentation ~0): a teacher whose attention skips phones, or alignments of another text.
 ZERO_FRAME_WARNING = 0.05
+# The first token holds nothing but the leading pause when its frames' mean energy is under this share of the
+# utterance's median frame energy: a NAR trained on such durations learns that a first phone is quiet and speaks
+# a lone vowel ("A.") near-silently.  Measured on data/slt val / test: Festival's segmentation 34 % / 43 % of
+# utterances (its NAR speaks "A." at -35 dBFS), the 9,250-step AR teacher's attention 100 % / 100 % (its NAR: -71 dBFS;
+# checkpoints/README.md, "The NAR distilled from the AR teacher"): warn between the two
+SILENT_FIRST_ENERGY = 0.1
+SILENT_FIRST_WARNING = 0.75  # share of utterances
 
 
 def save_durations(out_dir: Path, uid: str, durations: np.ndarray) -> None:
@@ -159,6 +166,7 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend, reference: Path | Non
         return spans_in_seconds(word_spans_from_tokens(symbols, ref, frontend.symbols.is_phone), frame_s)
 
     errors, maxima, zero, total, comparable, no_reference = [], [], 0, 0, 0, 0
+    silent_first, first_ratio = 0, []
     frame_s = dataset.mel_config.frame_seconds
     for uid in dataset.ids:
         tokens = dataset.tokens[uid]
@@ -167,6 +175,10 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend, reference: Path | Non
         phone_mask = [frontend.symbols.is_phone(s) for s in symbols]
         zero += int(((d == 0) & np.array(phone_mask)).sum())
         total += int(sum(phone_mask))
+        energy = load_features(dataset.root, uid, dataset.mel_config).energy.numpy()  # [T]
+        ratio = float(energy[: int(d[0])].mean() / max(float(np.median(energy)), 1e-8)) if d[0] > 0 else 0.0
+        first_ratio.append(ratio)
+        silent_first += ratio < SILENT_FIRST_ENERGY
         try:
             ref_spans = reference_spans(uid, symbols)
         except CorpusError:
@@ -183,6 +195,9 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend, reference: Path | Non
         "utterances": n,
         "word_boundary_reference": str(reference) if reference is not None else "festival segmentation",
         "phones_with_zero_frames": zero / max(total, 1),
+        # the first token's mean frame energy over the utterance's median, and the share where it is the silence alone
+        "first_token_energy_ratio_mean": float(np.mean(first_ratio)) if first_ratio else math.nan,
+        "first_token_silent_share": silent_first / max(n, 1),
         "word_boundary_comparable_utterances": comparable,
         "utterances_without_reference": no_reference,
         "word_boundary_mean_abs_error_ms": float(np.mean(errors)) if errors else math.nan,
@@ -200,6 +215,12 @@ def warnings_for(report: dict) -> list[str]:
             out.append(f"WARNING: {split}: {share:.0%} of phones got 0 frames (over {ZERO_FRAME_WARNING:.0%}): "
                        + ("the teacher's attention skips phones; train it longer or use source=festival / piper"
                           if report["source"] == "teacher" else "these alignments do not fit the text"))
+        silent = rep.get("first_token_silent_share", 0.0)
+        if silent > SILENT_FIRST_WARNING:
+            out.append(f"WARNING: {split}: in {silent:.0%} of utterances the first token holds only the leading pause "
+                       f"(its energy under {SILENT_FIRST_ENERGY:.0%} of the utterance's median; over "
+                       f"{SILENT_FIRST_WARNING:.0%}): a NAR trained on them speaks a lone vowel near-silently "
+                       "(check it with `python -m recipes.benchmark short`)")
     return out
 
 

@@ -208,3 +208,41 @@ def test_piper_durations_reach_our_tokens_exactly():
                                   frame_seconds=256 / 22050)
     assert res.phone_match_rate == 1.0
     assert res.durations.tolist() == [4 + 3, 2 + 6, 3, 5, 7 + 1]
+
+
+def test_report_flags_a_first_token_that_holds_only_the_leading_pause(featurised_corpus: Path, tmp_path: Path):
+    """The AR teacher's durations gave the first token the leading pause alone (all of data/slt's utterances), and
+    the NAR trained on them spoke "A." near-silently: the report measures it and warns, Festival's durations pass."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from recipes.extract_durations import SILENT_FIRST_ENERGY, evaluate, warnings_for
+    from tts.data.corpus import load_features
+    from tts.data.dataset import TTSDataset
+    from tts.paths import CONF_DIR
+
+    out = tmp_path / "fest"
+    r = subprocess.run([sys.executable, "-m", "recipes.extract_durations", "source=festival", "splits=[train]",
+                        f"data_root={featurised_corpus}", f"out_dir={out}"], cwd=REPO_ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    festival = json.loads((out / "report.json").read_text())["splits"]["train"]
+    assert festival["first_token_silent_share"] < 0.75 and "leading pause" not in r.stdout + r.stderr
+    # the same durations with the first token cut back to the frames before the speech starts (the rest to token 1)
+    frontend = instantiate(OmegaConf.load(CONF_DIR / "text" / "arpabet.yaml"))
+    mel_config = instantiate(OmegaConf.load(CONF_DIR / "audio" / "lj22k.yaml"))
+    dataset = TTSDataset(featurised_corpus, "train", frontend, mel_config)
+    early = tmp_path / "early"
+    early.mkdir()
+    for uid in dataset.ids:
+        d = np.load(out / f"{uid}.npy")
+        energy = load_features(featurised_corpus, uid, mel_config).energy.numpy()
+        lead = max(1, int(np.argmax(energy > SILENT_FIRST_ENERGY * np.median(energy))))
+        d[1] += d[0] - lead
+        d[0] = lead
+        np.save(early / f"{uid}.npy", d)
+    report = evaluate(dataset, early, frontend)
+    assert report["first_token_silent_share"] == 1.0
+    assert report["first_token_energy_ratio_mean"] < festival["first_token_energy_ratio_mean"]
+    [warning] = [w for w in warnings_for({"source": "teacher", "splits": {"train": report}}) if "leading pause" in w]
+    assert "100%" in warning
