@@ -22,8 +22,9 @@ from tts import checkpoint
 from tts.data.corpus import CorpusError, load_features, read_segments
 from tts.data.dataset import Collate, TTSDataset
 from data_prep.piper_corpus import alignments_path
-from tts.durations import (durations_from_segments, monotonic_alignment, piper_segments, spans_in_seconds,
-                           word_boundary_error, word_spans_from_segments, word_spans_from_tokens)
+from tts.durations import (SPEECH_FLOOR, durations_from_segments, monotonic_alignment, onset_first_token,
+                           piper_segments, spans_in_seconds, word_boundary_error, word_spans_from_segments,
+                           word_spans_from_tokens)
 from tts.training.cli import UsageError, recipe_entry, user_errors
 from tts.training.preflight import MissingDataError, require_corpus
 
@@ -66,7 +67,7 @@ ZERO_FRAME_WARNING = 0.05
 # a lone vowel ("A.") near-silently.  Measured on data/slt val / test: Festival's segmentation 34 % / 43 % of
 # utterances (its NAR speaks "A." at -35 dBFS), the 9,250-step AR teacher's attention 100 % / 100 % (its NAR: -71 dBFS;
 # checkpoints/README.md, "The NAR distilled from the AR teacher"): warn between the two
-SILENT_FIRST_ENERGY = 0.1
+SILENT_FIRST_ENERGY = SPEECH_FLOOR
 SILENT_FIRST_WARNING = 0.75  # share of utterances
 
 
@@ -76,8 +77,10 @@ def save_durations(out_dir: Path, uid: str, durations: np.ndarray) -> None:
     tmp.replace(out_dir / f"{uid}.npy")
 
 
-def distil(model, dataset: TTSDataset, out_dir: Path, batch_size: int, max_skip: int) -> list[str]:
-    """Teacher-forced alignments -> durations; skips utterances already done (resumable)."""
+def distil(model, dataset: TTSDataset, out_dir: Path, batch_size: int, max_skip: int,
+           first_token_onset: bool = True) -> list[str]:
+    """Teacher-forced alignments -> durations; skips utterances already done (resumable).  first_token_onset: the
+    first token reaches into the speech (tts.durations.onset_first_token)."""
     collate = Collate(dataset.mel_config.log_floor)
     todo = [k for k, uid in enumerate(dataset.ids) if not (out_dir / f"{uid}.npy").is_file()]
     for start in range(0, len(todo), batch_size):
@@ -86,7 +89,10 @@ def distil(model, dataset: TTSDataset, out_dir: Path, batch_size: int, max_skip:
             att = model.teacher_forced_alignment(batch)  # [B, T, L]
         for b, uid in enumerate(batch.ids):
             T, L = int(batch.mel_lengths[b]), int(batch.token_lengths[b])
-            save_durations(out_dir, uid, monotonic_alignment(att[b, :T, :L].numpy(), max_skip=max_skip))
+            d = monotonic_alignment(att[b, :T, :L].numpy(), max_skip=max_skip)
+            if first_token_onset:
+                d = onset_first_token(d, batch.energy[b, :T].numpy())
+            save_durations(out_dir, uid, d)
         log.info("  %d/%d", min(start + batch_size, len(todo)), len(todo))
     return [dataset.ids[k] for k in todo]
 
@@ -252,6 +258,7 @@ def main(cfg: DictConfig) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     reference = Path(cfg.reference) if cfg.reference else None
     report = {"source": cfg.source, "checkpoint": str(cfg.checkpoint) if loaded else None,
+              "first_token_onset": bool(cfg.first_token_onset) if cfg.source == "teacher" else None,
               "frontend": frontend.to_dict(), "splits": {}}
     for split in cfg.splits:
         dataset = TTSDataset(cfg.data_root, split, frontend, mel_config)
@@ -269,7 +276,7 @@ def main(cfg: DictConfig) -> dict:
                 raise UsageError(f"checkpoint={cfg.checkpoint} is a {type(loaded.model).__name__}, which has no "
                                  f"attention to distil durations from: give an AR (Tacotron 2) or aligner checkpoint")
             log.info("%s: aligning %d utterances", split, len(dataset))
-            distil(loaded.model, dataset, out_dir, cfg.batch_size, cfg.max_skip)
+            distil(loaded.model, dataset, out_dir, cfg.batch_size, cfg.max_skip, cfg.first_token_onset)
         report["splits"][split] = {**evaluate(dataset, out_dir, frontend, reference), **extra}
         log.info("%s: %d utterances done", split, len(dataset))
     write_json_atomic(out_dir / "report.json", report)

@@ -246,3 +246,18 @@ def test_report_flags_a_first_token_that_holds_only_the_leading_pause(featurised
     assert report["first_token_energy_ratio_mean"] < festival["first_token_energy_ratio_mean"]
     [warning] = [w for w in warnings_for({"source": "teacher", "splits": {"train": report}}) if "leading pause" in w]
     assert "100%" in warning
+
+
+def test_onset_first_token_moves_the_first_boundary_into_the_speech():
+    from tts.durations import onset_first_token, speech_onset
+
+    energy = np.r_[np.full(10, 0.01), np.full(20, 1.0)]  # 10 frames of leading pause, then speech
+    assert speech_onset(energy) == 10
+    # the attention's boundary at frame 6, in the pause: [10, 16) split between the first two tokens
+    moved = onset_first_token(np.array([6, 10, 14]), energy)
+    assert moved.tolist() == [13, 3, 14] and moved.sum() == 30
+    # a first token that already reaches the speech, or a second token ending at the onset, stays
+    assert onset_first_token(np.array([12, 4, 14]), energy).tolist() == [12, 4, 14]
+    assert onset_first_token(np.array([4, 6, 20]), energy).tolist() == [4, 6, 20]
+    assert onset_first_token(np.array([30]), energy).tolist() == [30]
+    assert speech_onset(np.zeros(5)) == 0
