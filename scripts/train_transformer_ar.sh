@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 37: the Transformer AR with a KV cache (experiment=tar_cpu_small), ONE intra-op thread + 1 loader worker,
+# Issue 37: the Transformer AR with a KV cache (experiment=tar_cpu_small), ONE intra-op thread, no loader worker,
 # checkpoints every 250 steps (all kept) in exp/tar_cpu_small/checkpoints/.  It takes several sessions, and a
 # session's machine may be gone at the next one, so the run is carried in the repository:
 #   - exp/tar_cpu_small/checkpoints/last.ckpt exists: resume it (optimizer, schedule, step);
