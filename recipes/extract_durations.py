@@ -62,12 +62,11 @@ OmegaConf.register_new_resolver("corpus_root", _corpus_root, replace=True)
 # Above this share of 0-frame phones the durations are suspect (the shipped AR teacher: 1.2 %, Festival's
 # segmentation ~0): a teacher whose attention skips phones, or alignments of another text.
 ZERO_FRAME_WARNING = 0.05
-# The first token holds nothing but the leading pause when its frames' mean energy is under this share of the
-# utterance's median frame energy: a NAR trained on such durations learns that a first phone is quiet and speaks
+# The first token holds nothing but the leading pause when its frames' mean energy is under SPEECH_FLOOR x the
+# utterance's median frame energy (tts.durations: the floor that speech passes): a NAR trained on such durations learns that a first phone is quiet and speaks
 # a lone vowel ("A.") near-silently.  Measured on data/slt val / test: Festival's segmentation 34 % / 43 % of
 # utterances (its NAR speaks "A." at -35 dBFS), the 9,250-step AR teacher's attention 100 % / 100 % (its NAR: -71 dBFS;
 # checkpoints/README.md, "The NAR distilled from the AR teacher"): warn between the two
-SILENT_FIRST_ENERGY = SPEECH_FLOOR
 SILENT_FIRST_WARNING = 0.75  # share of utterances
 
 
@@ -184,7 +183,7 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend, reference: Path | Non
         energy = load_features(dataset.root, uid, dataset.mel_config).energy.numpy()  # [T]
         ratio = float(energy[: int(d[0])].mean() / max(float(np.median(energy)), 1e-8)) if d[0] > 0 else 0.0
         first_ratio.append(ratio)
-        silent_first += ratio < SILENT_FIRST_ENERGY
+        silent_first += ratio < SPEECH_FLOOR
         try:
             ref_spans = reference_spans(uid, symbols)
         except CorpusError:
@@ -224,7 +223,7 @@ def warnings_for(report: dict) -> list[str]:
         silent = rep.get("first_token_silent_share", 0.0)
         if silent > SILENT_FIRST_WARNING:
             out.append(f"WARNING: {split}: in {silent:.0%} of utterances the first token holds only the leading pause "
-                       f"(its energy under {SILENT_FIRST_ENERGY:.0%} of the utterance's median; over "
+                       f"(its energy under {SPEECH_FLOOR:.0%} of the utterance's median; over "
                        f"{SILENT_FIRST_WARNING:.0%}): a NAR trained on them speaks a lone vowel near-silently "
                        "(check it with `python -m recipes.benchmark short`)")
     return out

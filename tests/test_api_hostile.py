@@ -112,14 +112,13 @@ def test_a_single_vowel_is_audible_at_every_speed(voices, runtime):
     decoder renders ~16 frames long whatever the phone's length, so dividing them by the speed left the vowel
     none (tts.models.layers.length_regulator.speed_durations keeps them).  Measured after: -33 to -36 dBFS at
     every speed on both engines."""
+    from recipes.bench.short_utterances import DEFAULT_SPEEDS, FLOOR_DB, MAX_SPREAD_DB, level_db
+
     voice = voice_for(voices, runtime, "nar")
     for text in ("A.", "Oh.", "I."):
-        levels = []
-        for speed in (1.0, 1.25, 1.5, 1.75, 2.0):
-            samples = voice.synthesize(text, speed=speed).samples
-            levels.append(20 * np.log10(float(np.sqrt(np.mean(samples**2))) + 1e-12))
-        assert min(levels) > -42, (runtime, text, [round(x, 1) for x in levels])
-        assert max(levels) - min(levels) < 6, (runtime, text, [round(x, 1) for x in levels])
+        levels = [level_db(voice.synthesize(text, speed=speed).samples) for speed in DEFAULT_SPEEDS]
+        assert min(levels) > FLOOR_DB, (runtime, text, [round(x, 1) for x in levels])
+        assert max(levels) - min(levels) < MAX_SPREAD_DB, (runtime, text, [round(x, 1) for x in levels])
 
 
 def test_new_words_do_not_grow_the_pronunciation_cache_without_bound(monkeypatch):

@@ -216,9 +216,10 @@ def test_report_flags_a_first_token_that_holds_only_the_leading_pause(featurised
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    from recipes.extract_durations import SILENT_FIRST_ENERGY, evaluate, warnings_for
+    from recipes.extract_durations import evaluate, warnings_for
     from tts.data.corpus import load_features
     from tts.data.dataset import TTSDataset
+    from tts.durations import speech_onset
     from tts.paths import CONF_DIR
 
     out = tmp_path / "fest"
@@ -237,7 +238,7 @@ def test_report_flags_a_first_token_that_holds_only_the_leading_pause(featurised
     for uid in dataset.ids:
         d = np.load(out / f"{uid}.npy")
         energy = load_features(featurised_corpus, uid, mel_config).energy.numpy()
-        lead = max(1, int(np.argmax(energy > SILENT_FIRST_ENERGY * np.median(energy))))
+        lead = max(1, speech_onset(energy))
         d[1] += d[0] - lead
         d[0] = lead
         np.save(early / f"{uid}.npy", d)
