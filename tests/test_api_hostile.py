@@ -8,7 +8,6 @@ import gc
 import threading
 import time
 
-import numpy as np
 import pytest
 
 import tts
