@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from helpers import TINY, tiny_checkpoint
 from tts.data.corpus import PhoneSegment
@@ -262,3 +263,52 @@ def test_onset_first_token_moves_the_first_boundary_into_the_speech():
     assert onset_first_token(np.array([4, 6, 20]), energy).tolist() == [4, 6, 20]
     assert onset_first_token(np.array([30]), energy).tolist() == [30]
     assert speech_onset(np.zeros(5)) == 0
+
+
+def test_leading_pause_cut_keeps_the_asked_pause_and_a_frame_of_the_first_token():
+    from tts.durations import leading_pause_cut
+
+    energy = np.r_[np.full(10, 0.01), np.full(20, 1.0)]  # speech from frame 10
+    assert leading_pause_cut(np.array([13, 3, 14]), energy, keep=2) == 8
+    assert leading_pause_cut(np.array([13, 3, 14]), energy, keep=0) == 10
+    assert leading_pause_cut(np.array([13, 3, 14]), energy, keep=12) == 0  # a pause shorter than asked: no cut
+    # the first token ends before the onset (the AR teacher's boundary): it keeps one frame
+    assert leading_pause_cut(np.array([6, 10, 14]), energy, keep=2) == 5
+    assert leading_pause_cut(np.array([0, 16, 14]), energy, keep=2) == 0
+    with pytest.raises(ValueError, match="keep"):
+        leading_pause_cut(np.array([13, 3, 14]), energy, keep=-1)
+
+
+def test_dataset_cuts_the_leading_pause_of_every_stream_alike(featurised_corpus: Path, tmp_path: Path):
+    """lead_pause_frames cuts mel, pitch, energy and the first token's duration by the same frames, so that the
+    durations still sum to the frames, and the first token's frames are louder on average than uncut."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from tts.data.dataset import TTSDataset
+    from tts.durations import speech_onset
+    from tts.paths import CONF_DIR
+
+    out = tmp_path / "fest"
+    r = subprocess.run([sys.executable, "-m", "recipes.extract_durations", "source=festival", "splits=[train]",
+                        f"data_root={featurised_corpus}", f"out_dir={out}"], cwd=REPO_ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    frontend = instantiate(OmegaConf.load(CONF_DIR / "text" / "arpabet.yaml"))
+    mel_config = instantiate(OmegaConf.load(CONF_DIR / "audio" / "lj22k.yaml"))
+    whole = TTSDataset(featurised_corpus, "train", frontend, mel_config, out)
+    cut = TTSDataset(featurised_corpus, "train", frontend, mel_config, out, lead_pause_frames=2)
+    n_cut, first_whole, first_cut = 0, [], []
+    for k in range(len(whole)):
+        a, b = whole[k], cut[k]
+        gone = a.mel.shape[1] - b.mel.shape[1]
+        assert b.mel.shape[1] == b.pitch.shape[0] == b.energy.shape[0] == int(b.durations.sum())
+        assert torch.equal(b.mel, a.mel[:, gone:]) and torch.equal(b.pitch, a.pitch[gone:])
+        assert torch.equal(b.durations[1:], a.durations[1:]) and int(b.durations[0]) >= 1
+        assert gone == max(0, min(speech_onset(a.energy.numpy()) - 2, int(a.durations[0]) - 1))
+        n_cut += gone > 0
+        first_whole.append(float(a.energy[: int(a.durations[0])].mean()))
+        first_cut.append(float(b.energy[: int(b.durations[0])].mean()))
+    assert n_cut > 0 and np.mean(first_cut) > np.mean(first_whole)
+    with pytest.raises(ValueError, match="durations"):
+        TTSDataset(featurised_corpus, "train", frontend, mel_config, lead_pause_frames=2)

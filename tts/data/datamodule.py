@@ -45,8 +45,10 @@ class TTSDataModule(pl.LightningDataModule):
         train_split: str = "train",
         val_split: str = "val",
         seed: int = 0,
+        lead_pause_frames: int | None = None,
     ) -> None:
         super().__init__()
+        self.lead_pause_frames = lead_pause_frames  # tts.data.TTSDataset's: the leading pause cut to this
         self.root = Path(root)
         self.frontend = frontend
         self.mel_config = mel_config
@@ -63,7 +65,8 @@ class TTSDataModule(pl.LightningDataModule):
         self.val_set: TTSDataset | None = None
 
     def _dataset(self, split: str) -> TTSDataset:
-        return TTSDataset(self.root, split, self.frontend, self.mel_config, self.durations_dir, self.max_frames)
+        return TTSDataset(self.root, split, self.frontend, self.mel_config, self.durations_dir, self.max_frames,
+                          self.lead_pause_frames)
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_set is None:

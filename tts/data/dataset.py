@@ -18,6 +18,7 @@ import soundfile as sf
 from tts.audio import MelConfig
 from tts.data.batch import Batch
 from tts.data.corpus import CorpusError, load_features, read_metadata, read_split, wav_path
+from tts.durations import leading_pause_cut
 from tts.text import TextFrontend
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,15 @@ class TTSDataset(Dataset[Item]):
         mel_config: MelConfig,
         durations_dir: str | Path | None = None,
         max_frames: int | None = None,
+        lead_pause_frames: int | None = None,
     ) -> None:
+        # lead_pause_frames: with durations, cut each utterance's leading pause to this many frames (mel, pitch,
+        # energy and the first token's duration alike; tts.durations.leading_pause_cut says why); None keeps it
+        if lead_pause_frames is not None and lead_pause_frames < 0:
+            raise ValueError(f"lead_pause_frames must be >= 0 or None, got {lead_pause_frames}")
+        if lead_pause_frames is not None and durations_dir is None:
+            raise ValueError("lead_pause_frames needs durations (durations_dir): the cut is taken from the first token")
+        self.lead_pause_frames = lead_pause_frames
         self.root = Path(root)
         self.split = split
         self.mel_config = mel_config
@@ -131,7 +140,14 @@ class TTSDataset(Dataset[Item]):
         durations = None
         if self.durations_dir is not None:
             durations = load_durations(self.durations_dir, uid, n_tokens=len(tokens), n_frames=mel.shape[-1])
-        return Item(uid, self.texts[uid], tokens, mel, feats.pitch, feats.energy, durations)
+        pitch, energy = feats.pitch, feats.energy
+        if durations is not None and self.lead_pause_frames is not None:
+            cut = leading_pause_cut(durations.numpy(), energy.numpy(), self.lead_pause_frames)
+            if cut:
+                mel, pitch, energy = mel[:, cut:], pitch[cut:], energy[cut:]
+                durations = durations.clone()
+                durations[0] -= cut
+        return Item(uid, self.texts[uid], tokens, mel, pitch, energy, durations)
 
 
 def load_durations(durations_dir: Path, uid: str, n_tokens: int, n_frames: int) -> torch.Tensor:
