@@ -8,6 +8,8 @@
 #   scripts/ar_baseline_probe.sh exp/ar_baseline/checkpoints/step0001000.ckpt
 #   scripts/ar_baseline_probe.sh checkpoints/ar.pt            # the starting point
 #   LIMIT=30 VOCODER=source-filter scripts/ar_baseline_probe.sh CKPT   # more sentences / the default vocoder
+#   WINDOW=1,3 scripts/ar_baseline_probe.sh CKPT    # a Transformer AR decoded with its attention window (back, ahead
+#       tokens; TransformerAR's attention_window): a copy of CKPT with the window in its model config, label *_win1-3
 # Audio and report: exp/ar_baseline/probe/<label>/ (label = checkpoint file name + vocoder + limit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,24 @@ shift
 limit=${LIMIT:-8}
 vocoder=${VOCODER:-griffin-lim}
 [ -f "$ckpt" ] || { echo "no checkpoint $ckpt" >&2; exit 2; }
+if [ -n "${WINDOW:-}" ]; then
+    windowed="exp/ar_baseline/probe/windowed/$(basename "$ckpt" | sed 's/\.[^.]*$//')_win${WINDOW/,/-}.ckpt"
+    mkdir -p "$(dirname "$windowed")"
+    .venv/bin/python - "$ckpt" "$windowed" "$WINDOW" <<'EOF'
+import sys
+from tts.checkpoint import atomic_torch_save, read_raw
+from tts.models.transformer_ar import check_attention_window
+
+src, dst, window = sys.argv[1:]
+raw = read_raw(src)
+model = raw["tts"]["model_config"]
+if not str(model.get("_target_", "")).endswith("TransformerAR"):
+    sys.exit(f"WINDOW is for a Transformer AR checkpoint; {src} holds {model.get('_target_')}")
+model["attention_window"] = list(check_attention_window([int(w) for w in window.split(",")]))
+atomic_torch_save(raw, dst)
+EOF
+    ckpt=$windowed
+fi
 label="$(basename "$ckpt" | sed 's/\.[^.]*$//')_${vocoder}_val${limit}"
 [ "$(basename "$ckpt")" = last.ckpt ] && label="last_$(date +%Y%m%d_%H%M%S)_${vocoder}_val${limit}"
 out=exp/ar_baseline/probe/$label

@@ -143,6 +143,58 @@ def test_batched_items_of_different_lengths_equal_each_alone(use_cache: bool):
         assert together.failures[b] == alone.failures[0]
 
 
+# --- the attention window (inference-time constraint) ------------------------------------------------------
+def test_an_attention_window_as_wide_as_the_text_changes_nothing():
+    model = tiny_model()
+    batch = random_batch(token_lengths=(7, 3, 5))
+    kwargs = dict(max_decoder_steps=12, stop_threshold=1.1, noise_seeds=[5, 6, 7])
+    free = decode(model, batch.tokens, batch.token_lengths, **kwargs)
+    wide = decode(model, batch.tokens, batch.token_lengths, attention_window=(7, 7), **kwargs)
+    assert_same_decode(free, wide, atol=0)
+
+
+def test_an_attention_window_keeps_every_step_near_the_furthest_token_reached():
+    """Each step's alignment is zero outside [focus - back, focus + ahead], focus the furthest argmax of the
+    steps before; batched equals alone; the model's own window is the default, a call's overrides it."""
+    model = tiny_model()
+    batch = random_batch(token_lengths=(7, 3, 5))
+    seeds = [11, 12, 13]
+    kwargs = dict(max_decoder_steps=12, stop_threshold=1.1)
+    out = decode(model, batch.tokens, batch.token_lengths, attention_window=(0, 1), noise_seeds=seeds, **kwargs)
+    free = decode(model, batch.tokens, batch.token_lengths, noise_seeds=seeds, **kwargs)
+    assert not torch.equal(out.mels, free.mels)
+    for b in range(3):
+        n, focus = int(batch.token_lengths[b]), 0
+        for s in range(int(out.mel_lengths[b]) // model.r):
+            row = out.alignments[b, s]
+            allowed = torch.zeros_like(row, dtype=torch.bool)
+            allowed[focus : focus + 2] = True
+            assert torch.all(row[~allowed] == 0) and abs(float(row.sum()) - 1) < 1e-5, (b, s, row)
+            focus = max(focus, int(row.argmax()))
+        alone = decode(model, batch.tokens[b : b + 1, :n], batch.token_lengths[b : b + 1], attention_window=(0, 1),
+                       noise_seeds=seeds[b : b + 1], **kwargs)
+        T = int(alone.mel_lengths[0])
+        torch.testing.assert_close(out.mels[b, :, :T], alone.mels[0], atol=1e-5, rtol=0)
+    own = tiny_model(attention_window=[0, 1])
+    assert own.attention_window == (0, 1)
+    assert_same_decode(decode(own, batch.tokens, batch.token_lengths, noise_seeds=seeds, **kwargs), out, atol=0)
+    assert_same_decode(decode(own, batch.tokens, batch.token_lengths, noise_seeds=seeds, attention_window=(7, 7),
+                              **kwargs), free, atol=0)
+
+
+@pytest.mark.parametrize("window", [(-1, 3), (1, 0), (1,), (1, 2, 3), (1.5, 3), (True, 3)])
+def test_a_bad_attention_window_is_a_clear_error(window):
+    with pytest.raises(ValueError, match="attention_window"):
+        tiny_model(attention_window=window)
+
+
+def test_the_attention_window_is_for_plain_cached_decoding():
+    model = tiny_model()
+    batch = random_batch()
+    with pytest.raises(ValueError, match="use_cache"):
+        decode(model, batch.tokens, batch.token_lengths, attention_window=(1, 3), use_cache=False)
+
+
 def test_the_stop_token_ends_each_item_where_it_fires():
     model = tiny_model(prenet_dropout_at_inference=False)
     batch = random_batch()

@@ -102,6 +102,23 @@ class TransformerARInferenceOutput(ARInferenceOutput):
     speculative: SpeculativeStats | None = None
 
 
+def check_attention_window(window: tuple[int, int] | list[int] | None) -> tuple[int, int] | None:
+    """(back, ahead) tokens around the alignment's furthest token, both >= 0 and ahead >= 1, or None.
+
+    The inference-time attention constraint of ESPnet's Tacotron 2 (`use_att_constraint`, backward 1 and forward 3
+    tokens by default) applied to every cross-attention of the Transformer decoder: a decode that would skip ahead
+    or fall back to words already spoken cannot, since only the tokens near the place reached get any weight.  The
+    place is the argmax of the alignment heads' average (as for durations and failure detection), kept monotone."""
+    if window is None:
+        return None
+    if len(window) != 2 or not all(isinstance(w, int) and not isinstance(w, bool) for w in window):
+        raise ValueError(f"attention_window must be two ints (back, ahead), got {window!r}")
+    back, ahead = window
+    if back < 0 or ahead < 1:
+        raise ValueError(f"attention_window must be (back >= 0, ahead >= 1) tokens, got {window!r}")
+    return back, ahead
+
+
 class TransformerAR(ARAcousticModel):
     item_noise_seeds = True
 
@@ -153,6 +170,7 @@ class TransformerAR(ARAcousticModel):
         repeat_threshold: int = 2,
         coverage_threshold: float = 0.5,
         max_uncovered_fraction: float = 0.2,
+        attention_window: tuple[int, int] | list[int] | None = None,
     ) -> None:
         super().__init__(
             n_mels, reduction_factor, mel_mean, mel_std, mel_pad_value, l1_weight, l2_weight, stop_weight,
@@ -164,6 +182,7 @@ class TransformerAR(ARAcousticModel):
             raise ValueError(f"alignment_layers must be in 1..decoder_layers={decoder_layers}, got {alignment_layers}")
         if not 1 <= alignment_heads <= n_heads:
             raise ValueError(f"alignment_heads must be in 1..n_heads={n_heads}, got {alignment_heads}")
+        self.attention_window = check_attention_window(attention_window)
         self.d_model = d_model
         self.alignment_layers, self.alignment_heads = alignment_layers, alignment_heads
         self.encoder = TacotronEncoder(
@@ -252,15 +271,21 @@ class TransformerAR(ARAcousticModel):
         use_cache: bool = True,
         noise_seeds: list[int] | None = None,
         speculation: Speculation | None = None,
+        attention_window: tuple[int, int] | list[int] | None = None,
     ) -> TransformerARInferenceOutput:
         """Batched free-running decode (stops and limits as Tacotron2.infer).  use_cache=False recomputes every
         layer over the whole prefix at each step (the reference); the prenet noise of a position is drawn once
         either way, so both give the same frames.  noise_seeds: one per item (None: torch's global RNG).
         speculation: decode speculatively (tts/models/speculative.py; cached; noise_seeds drawn from torch's
-        global RNG when not given, since a round rewinds the items' generators)."""
+        global RNG when not given, since a round rewinds the items' generators).  attention_window (back, ahead):
+        every cross-attention of a step sees only the tokens from `back` before to `ahead` after the furthest token
+        the alignment has reached (None: the model's own `attention_window`, itself None for free attention)."""
+        window = check_attention_window(attention_window) if attention_window is not None else self.attention_window
         B = tokens.shape[0]
         memory, mask = self.encode(tokens, token_lengths)
         stops = StopTracker(self.step_limits(token_lengths, max_decoder_steps), self.r, stop_threshold)
+        if window is not None and (speculation is not None or not use_cache):
+            raise ValueError("attention_window constrains plain cached decoding (use_cache=True, no speculation)")
         if speculation is not None:
             if not use_cache:
                 raise ValueError("speculative decoding verifies drafts against the KV cache: use_cache must be True")
@@ -275,10 +300,18 @@ class TransformerAR(ARAcousticModel):
                                                 speculative=stepper.stats)
         cache = self.start_cache(memory, mask, noise_seeds, capacity=int(stops.limits.max()) if use_cache else 1)
         embedded: list[torch.Tensor] = []  # use_cache=False: every position's decoder input [B, 1, D] so far
+        focus = torch.zeros(B, dtype=torch.long, device=tokens.device)  # [B] furthest token the alignment reached
+        token_index = torch.arange(tokens.shape[1], device=tokens.device)  # [L]
 
         def step(s: int, frame: torch.Tensor) -> ARStep:
-            nonlocal cache
-            if use_cache:
+            nonlocal cache, focus
+            if use_cache and window is not None:
+                back, ahead = window
+                near = (token_index >= (focus - back)[:, None]) & (token_index <= (focus + ahead)[:, None])  # [B, L]
+                out = self.decode_chunk(replace(cache, memory_mask=mask & near), frame[:, None])
+                cache = replace(out.cache, memory_mask=mask)
+                focus = torch.maximum(focus, out.attention[:, -1].argmax(dim=-1))
+            elif use_cache:
                 out = self.decode_chunk(cache, frame[:, None])
                 cache = out.cache
             else:
