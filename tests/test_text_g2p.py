@@ -107,6 +107,18 @@ def test_single_letter_runs_are_spelled(g2p: G2P) -> None:
     assert g2p.phonemize("a dog") == ["AH0", " ", "D", "AO1", "G"]
 
 
+def test_an_a_without_a_word_after_it_is_the_letter(g2p: G2P) -> None:
+    """An article has its noun after it; "a" before a pause mark or the end is the letter (espeak-ng agrees)."""
+    assert g2p.phonemize("A.") == ["EY1", "."]
+    assert g2p.phonemize("plan A.") == ["P", "L", "AE1", "N", " ", "EY1", "."]
+    assert g2p.phonemize("is it a, or b?") == ["IH1", "Z", " ", "IH1", "T", " ", "EY1", ",", " ", "AO1", "R", " ",
+                                              "B", "IY1", "?"]
+    assert g2p.phonemize("a") == ["EY1"]
+    assert g2p.phonemize("A man, a plan.") == ["AH0", " ", "M", "AE1", "N", ",", " ", "AH0", " ", "P", "L", "AE1",
+                                               "N", "."]
+    assert g2p.phonemize("vitamin a is good")[8] == "AH0"  # a word follows: the article reading stays
+
+
 def test_possessive_of_known_word(g2p: G2P) -> None:
     lexicon = load_cmudict()
     assert not {"speech's", "thought's", "beautiful's"} & set(lexicon)

@@ -1,6 +1,6 @@
 """Short utterances: is a one-vowel or one-word text audible at every speed?  A check for a candidate default voice.
 
-    python -m recipes.benchmark short [--checkpoint CKPT ...] [--texts "A.|Oh.|I.|Go!"] [--speeds 1,1.25,1.5,1.75,2]
+    python -m recipes.benchmark short [--checkpoint CKPT ...] [--texts "A.|Oh.|I.|Uh.|Go!"] [--speeds 1,1.25,1.5,1.75,2]
         [--floor-db -42] [--vocoder NAME] [--threads 1] [--out DIR]
 
 A model can score well on sentences and still fail here: the first phone of an utterance carries its leading pause
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_TEXTS = ("A.", "Oh.", "I.", "Go!")
+# "Uh." (AH1): the lone schwa-like vowel, since "A." alone reads as the letter EY1 (tts.text.g2p)
+DEFAULT_TEXTS = ("A.", "Oh.", "I.", "Uh.", "Go!")
 DEFAULT_SPEEDS = (1.0, 1.25, 1.5, 1.75, 2.0)
 FLOOR_DB = -42.0  # tests/test_api_hostile.py: the shipped voice measured -33 to -36 dBFS on these texts
 MAX_SPREAD_DB = 6.0

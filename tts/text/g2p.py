@@ -9,7 +9,9 @@ Lookup order for each word:
 1. CMUdict (first pronunciation), lowercased; apostrophe forms ("don't", "it's") are entries;
 2. an all-caps word of 2+ letters that CMUdict lacks is an acronym and is spelled ("FBI");
    so is a run of 2+ single-letter words ("a m", "U S A": the normaliser writes initialisms
-   and a.m./p.m. that way), because CMUdict's "a" is the article AH0, not the letter EY1;
+   and a.m./p.m. that way), because CMUdict's "a" is the article AH0, not the letter EY1; so is an "a" that no
+   word follows before a pause mark or the end ("Plan A.", "Is it a, or b?", a lone "A."), as espeak-ng reads it:
+   an article always has its noun after it;
 3. possessive "'s" of a known word: the word + S/Z/IH0 Z (chosen by its last phone);
 4. otherwise the word is out of vocabulary (OOV): all OOV words of one call go to espeak-ng in
    one subprocess, and its IPA is mapped to ARPAbet (`tts.text.ipa`).  Results are cached.
@@ -296,8 +298,10 @@ class G2P:
 
     @staticmethod
     def _spelled_letter_runs(tokens: list[tuple[str, str]]) -> set[int]:
-        """Indices of single-letter words in runs of 2+ separated only by spaces ("a m")."""
-        spelled: set[int] = set()
+        """Indices of single-letter words in runs of 2+ separated only by spaces ("a m"), and of each "a" that no
+        word follows before a pause mark or the end (the letter: the article has its noun after it)."""
+        spelled = {i for i, (kind, tok) in enumerate(tokens) if kind == "word" and tok.lower() == "a"
+                   and next((k for k, _ in tokens[i + 1 :] if k != "space"), "end") != "word"}
         run: list[int] = []
         for i, (kind, tok) in enumerate(tokens + [("end", "")]):
             if kind == "word" and len(tok) == 1:
