@@ -7,15 +7,17 @@
 # THREADS (default 2): one per core; 1 when another training shares the machine.
 # EXPERIMENT (default nar_teacher): nar_teacher trains on the attention's own first boundary (data/slt/durations/
 # ar_teacher, first_token_onset=false, as it was made), nar_teacher_onset on durations whose first token reaches
-# into the speech (data/slt/durations/ar_teacher_onset; checkpoints/README.md, "The NAR distilled from the AR teacher").
+# into the speech (data/slt/durations/ar_teacher_onset; checkpoints/README.md, "The NAR distilled from the AR teacher"),
+# nar_teacher_trim on the same durations with each utterance's leading pause cut (data.lead_pause_frames), 1000 steps
+# fine-tuned from nar_teacher's weights (carry/nar_teacher.pt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${THREADS:-2}
 EXPERIMENT=${EXPERIMENT:-nar_teacher}
 case "$EXPERIMENT" in
     nar_teacher) durations=(first_token_onset=false) ;;
-    nar_teacher_onset) durations=(name=ar_teacher_onset first_token_onset=true) ;;
-    *) echo "EXPERIMENT must be nar_teacher or nar_teacher_onset, not $EXPERIMENT" >&2; exit 2 ;;
+    nar_teacher_onset|nar_teacher_trim) durations=(name=ar_teacher_onset first_token_onset=true) ;;
+    *) echo "EXPERIMENT must be nar_teacher, nar_teacher_onset or nar_teacher_trim, not $EXPERIMENT" >&2; exit 2 ;;
 esac
 export OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE
 PY=".venv/bin/python"
