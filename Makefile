@@ -42,4 +42,4 @@ demo: setup
 	$(PY) -m tts.synthesize --text "Hello! This sentence was synthesised by the shipped default model." --out out.wav
 
 test: setup browser
-	$(PY) -m pytest -q --durations=25 tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=25 tests

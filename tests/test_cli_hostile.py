@@ -357,12 +357,15 @@ def test_random_unicode_text_gives_finite_speech_or_exit_3(tmp_path: Path, capsy
 # --- item 9: a one-vowel utterance is spoken, not 0.2 s of near-silence -------------------------------------
 @pytest.mark.skipif(not (CHECKPOINT_DIR / "nar.pt").is_file(), reason="needs the shipped NAR (a trained voice)")
 def test_one_vowel_utterances_are_spoken():
-    """Without final punctuation (which every training sentence has) the NAR made ~0.2 s at RMS 0.003-0.013."""
+    """Without final punctuation (which every training sentence has) the NAR made ~0.2 s at RMS 0.003-0.013.
+    The default voice since 2026-12-07 has no leading pause (its training utterances had it cut), so its waves are
+    ~0.15 s shorter than the earlier voice's (0.28-0.31 s against 0.44-0.46 s for these texts, louder: RMS 0.021-0.036
+    against 0.016-0.026): the length bound sits between the bug's 0.2 s and them."""
     pipeline = Pipeline(TorchEngine.from_paths(CHECKPOINT_DIR / "nar.pt", "griffin-lim"))
     for text in ("I", "Oh", "eh", "A"):
         result = pipeline.synthesize(text)
         rms = float(np.sqrt(np.mean(result.wave**2)))
-        assert result.seconds > 0.35 and rms > 0.012, (text, result.seconds, rms)
+        assert result.seconds > 0.25 and rms > 0.012, (text, result.seconds, rms)
 
 
 # --- item 6: huge money amounts and ordinals are read, not Python's integer-limit message -------------------

@@ -123,6 +123,11 @@ def test_paired_differences_are_taken_sentence_by_sentence(tmp_path: Path, capsy
     assert main([str(report), "--columns", "cer,distillmos", "--paired", "new,old"]) == 0
     out = capsys.readouterr().out
     assert "| new minus old | distillmos | +0.50 [+0.50, +0.50] | 2 of 2 |" in out  # u3 has no partner
+    assert "cer" not in out.split("| paired |")[1]  # CER is corpus-level unless asked per sentence
+    assert main([str(report), "--columns", "distillmos", "--paired", "new,old", "--paired-sentence", "cer"]) == 0
+    assert "| new minus old | cer per sentence | -0.100 [" in capsys.readouterr().out  # one pair: no interval
+    assert main([str(report), "--paired", "new,old", "--paired-sentence", "distillmos"]) == 2
+    assert "per-sentence pairing" in capsys.readouterr().err
     assert main([str(report), "--paired", "new,absent"]) == 2
     assert "holds ['absent']" in capsys.readouterr().err
     # A and B in two reports of the same sentences pair as in one; reports of other sentences are refused

@@ -431,7 +431,9 @@ def test_sentence_silence_is_exact(pipeline: Pipeline):
     first = int(round(short.words[1].end_s * pipeline.sample_rate))  # inside sentence 1
     np.testing.assert_array_equal(long.wave[:first], short.wave[:first])
     np.testing.assert_array_equal(long.wave[-first:], short.wave[-first:])
-    assert long.words[-1].start_s - short.words[-1].start_s == pytest.approx(gaps * 0.75, abs=1 / pipeline.sample_rate)
+    # each gap is round(0.75 s x rate) samples, so the shift is exactly that many samples per gap
+    shift = gaps * round(0.75 * pipeline.sample_rate) / pipeline.sample_rate
+    assert long.words[-1].start_s - short.words[-1].start_s == pytest.approx(shift, abs=1e-9)
     for bad, error in ((-0.1, ValueError), (11.0, ValueError), (float("nan"), ValueError), ("1", TypeError)):
         with pytest.raises(error, match="sentence silence"):
             pipeline.synthesize("Hi.", c, sentence_silence=bad)

@@ -133,8 +133,11 @@ def _per_utterance(paths: Sequence[Path], system: str) -> tuple[dict, list[dict]
     return None
 
 
-def paired_rows(paths: Sequence[Path], a: str, b: str, columns: Sequence[str]) -> list[str]:
-    """Markdown rows "A minus B | column | mean [low, high] | wins of n" for each per-utterance column."""
+def paired_rows(paths: Sequence[Path], a: str, b: str, columns: Sequence[str],
+                sentence_columns: Sequence[str] = ()) -> list[str]:
+    """Markdown rows "A minus B | column | mean [low, high] | wins of n" for each per-utterance column.  CER and
+    WER are corpus-level in the tables (errors over characters of all sentences), so they are paired only when
+    named in `sentence_columns`, as the mean of the per-sentence differences ("cer per sentence")."""
     from tts.evaluation.report import mean_ci
 
     found = {s: _per_utterance(paths, s) for s in (a, b)}
@@ -148,16 +151,18 @@ def paired_rows(paths: Sequence[Path], a: str, b: str, columns: Sequence[str]) -
     mine, theirs = ({u["id"]: u for u in rows} for _, rows in found.values())
     ids = [i for i in mine if i in theirs]
     lines = []
-    for column in columns:
-        if column in CORPUS_COLUMNS:
-            continue
+    unknown = [c for c in sentence_columns if c not in CORPUS_COLUMNS]
+    if unknown:
+        raise ReportError(f"per-sentence pairing is for {list(CORPUS_COLUMNS)}, not {unknown}")
+    for column in [*(c for c in columns if c not in CORPUS_COLUMNS), *sentence_columns]:
         pairs = [(mine[i].get(column), theirs[i].get(column)) for i in ids]
         d = [float(x) - float(y) for x, y in pairs if isinstance(x, (int, float)) and isinstance(y, (int, float))]
         if not d:
             continue
         mean, low, high = mean_ci(d)
         digits = DIGITS.get(column, 3)
-        lines.append(f"| {a} minus {b} | {column} | {mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] | "
+        name = f"{column} per sentence" if column in CORPUS_COLUMNS else column
+        lines.append(f"| {a} minus {b} | {name} | {mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] | "
                      f"{sum(x > 0 for x in d)} of {len(d)} |")
     return lines
 
@@ -175,6 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ci", action="store_true", help="add each mean's confidence interval from the report")
     p.add_argument("--paired", action="append", default=[], metavar="A,B",
                    help="also system A minus system B, utterance by utterance (repeatable)")
+    p.add_argument("--paired-sentence", default=None, metavar="cer,wer",
+                   help="--paired also on these corpus-level metrics, as the mean per-sentence difference")
     args = p.parse_args(argv)
     labels = {}
     for item in args.label:
@@ -196,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 a, _, b = pair.partition(",")
                 if not a or not b:
                     p.error(f"--paired wants A,B, got {pair!r}")
-                lines += paired_rows(args.reports, a.strip(), b.strip(), columns)
+                lines += paired_rows(args.reports, a.strip(), b.strip(), columns, _csv(args.paired_sentence) or ())
         except ReportError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
