@@ -286,7 +286,7 @@ def test_dataset_cuts_the_leading_pause_of_every_stream_alike(featurised_corpus:
     from omegaconf import OmegaConf
 
     from tts.data.dataset import TTSDataset
-    from tts.durations import speech_onset
+    from tts.durations import leading_pause_cut
     from tts.paths import CONF_DIR
 
     out = tmp_path / "fest"
@@ -305,7 +305,7 @@ def test_dataset_cuts_the_leading_pause_of_every_stream_alike(featurised_corpus:
         assert b.mel.shape[1] == b.pitch.shape[0] == b.energy.shape[0] == int(b.durations.sum())
         assert torch.equal(b.mel, a.mel[:, gone:]) and torch.equal(b.pitch, a.pitch[gone:])
         assert torch.equal(b.durations[1:], a.durations[1:]) and int(b.durations[0]) >= 1
-        assert gone == max(0, min(speech_onset(a.energy.numpy()) - 2, int(a.durations[0]) - 1))
+        assert gone == leading_pause_cut(a.durations.numpy(), a.energy.numpy(), keep=2)
         n_cut += gone > 0
         first_whole.append(float(a.energy[: int(a.durations[0])].mean()))
         first_cut.append(float(b.energy[: int(b.durations[0])].mean()))
