@@ -69,7 +69,8 @@ def onset_first_token(durations: np.ndarray, energy: np.ndarray, floor: float = 
     (measured on 1500 data/slt utterances: the first boundary 1.7 frames before Festival's, the teacher's usual
     offset elsewhere, and the first token silent in 43 % of utterances, Festival's segmentation 38 %).  The sum
     is kept.  A NAR trained on these durations still spoke a lone vowel near-silently at its step 1000
-    (checkpoints/README.md, "The NAR distilled from the AR teacher"): the boundary is better, the cure is open."""
+    (checkpoints/README.md, "The NAR distilled from the AR teacher"): the boundary is better, the cure was cutting
+    the leading pause from the training utterances (`leading_pause_cut`)."""
     d = np.asarray(durations).copy()
     if d.size < 2:
         return d

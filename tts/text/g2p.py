@@ -300,8 +300,14 @@ class G2P:
     def _spelled_letter_runs(tokens: list[tuple[str, str]]) -> set[int]:
         """Indices of single-letter words in runs of 2+ separated only by spaces ("a m"), and of each "a" that no
         word follows before a pause mark or the end (the letter: the article has its noun after it)."""
-        spelled = {i for i, (kind, tok) in enumerate(tokens) if kind == "word" and tok.lower() == "a"
-                   and next((k for k, _ in tokens[i + 1 :] if k != "space"), "end") != "word"}
+        spelled: set[int] = set()
+        after = "end"  # the kind of the next token that is not a space, walking backwards (one pass)
+        for i in range(len(tokens) - 1, -1, -1):
+            kind, tok = tokens[i]
+            if kind == "word" and tok.lower() == "a" and after != "word":
+                spelled.add(i)
+            if kind != "space":
+                after = kind
         run: list[int] = []
         for i, (kind, tok) in enumerate(tokens + [("end", "")]):
             if kind == "word" and len(tok) == 1:
