@@ -15,7 +15,10 @@ renditions of a text together, hashed by the `slt_%05d` ID of the same text, so 
 the ones the deterministic corpus holds out too.
 
 IDs are `slt_00001`, ... in the sentence order of data_prep.sentences (seeded hash order), so the
-first N of a larger build are the same utterances as a build with --n N. J shards = J threads, each
+first N of a larger build are the same utterances as a build with --n N.  With --short the whole short
+pool (data_prep.sentences.short_sentences: one- and two-word sentences and interjections, which the main pool
+leaves out) are added as `slts_00001`, ... in their own order, so the main corpus's IDs, texts and splits stay as
+they were; the texts of the short-utterance gate (recipes.bench.short_utterances) are kept out of that pool. J shards = J threads, each
 driving one long-running `festival` process (the work happens in the child processes, so threads are
 enough). Resumable: an utterance whose wav and segments json exist (json written last, with its text)
 is skipped; a killed run loses only the utterances in flight, whose temp files are swept on restart.
@@ -47,6 +50,7 @@ from data_prep.splits import SplitConfig, write_splits
 
 SAMPLE_RATE = 22050
 ID_PREFIX = "slt"
+SHORT_PREFIX = "slts"  # the short pool's IDs (--short); "slt_" sorts before "slts", so split files list them last
 VARIED_PREFIX = "var"
 # sox: -D no dither (byte-reproducible output); `rate -v` = very high quality linear-phase resampler.
 SOX_RATE_EFFECT = ["rate", "-v"]
@@ -106,10 +110,10 @@ def clipped_list(ids: list[str], shown: int = 10) -> str:
     return ": " + ", ".join(sorted(ids)[:shown]) + more
 
 
-def plan(texts: list[str], n: int) -> list[Planned]:
+def plan(texts: list[str], n: int, prefix: str = ID_PREFIX) -> list[Planned]:
     if n > len(texts):
-        print(f"warning: only {len(texts)} sentences available, fewer than --n {n}", file=sys.stderr)
-    return [Planned(id=f"{ID_PREFIX}_{i + 1:05d}", text=t) for i, t in enumerate(texts[:n])]
+        print(f"warning: only {len(texts)} sentences available, fewer than {n} requested ({prefix})", file=sys.stderr)
+    return [Planned(id=f"{prefix}_{i + 1:05d}", text=t) for i, t in enumerate(texts[:n])]
 
 
 @dataclass(frozen=True)
@@ -293,8 +297,12 @@ def _tool_versions() -> dict[str, str]:
 def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dict[str, object],
                  split_config: SplitConfig = SplitConfig(), timeout_s: float = 120.0,
                  retry_failed: bool = False, command: str | None = None,
-                 variation: Variation | None = None) -> BuildSummary:
-    """Synthesise the first `n` of `texts` into `out_dir` (resuming), then write metadata/splits/corpus.json."""
+                 variation: Variation | None = None, short_texts: list[str] | None = None,
+                 n_short: int = 0, short_source: dict[str, object] | None = None) -> BuildSummary:
+    """Synthesise the first `n` of `texts` (and the first `n_short` of `short_texts`, IDs SHORT_PREFIX) into
+    `out_dir` (resuming), then write metadata/splits/corpus.json."""
+    if n_short and (variation is not None or short_texts is None):
+        raise ValueError("a short pool goes with the deterministic corpus only (no prosody variation), and needs its texts")
     t0 = time.monotonic()
     if shutil.which("sox") is None:
         raise FileNotFoundError("`sox` not found on PATH: apt-get install -y --no-install-recommends sox")
@@ -306,10 +314,12 @@ def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dic
         p.unlink()
 
     planned = plan_varied(texts, n, variation) if variation else plan(texts, n)
+    if n_short:
+        planned += plan(short_texts or [], n_short, SHORT_PREFIX)
     earlier_failures = {} if retry_failed else _read_failures(out_dir)
     if retry_failed:
         (out_dir / "failures.jsonl").unlink(missing_ok=True)
-    summary = BuildSummary(out_dir=str(out_dir), n_requested=n)
+    summary = BuildSummary(out_dir=str(out_dir), n_requested=n + n_short)
     work: queue.Queue[Planned] = queue.Queue()
     for item in planned:
         if is_done(out_dir, item):
@@ -349,7 +359,9 @@ def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dic
 
     summary = _finalise(out_dir, planned, summary, split_config)
     summary.wall_seconds = time.monotonic() - t0
-    write_json_atomic(out_dir / "corpus.json", _corpus_info(summary, split_config, source, command, variation))
+    short = {"n_requested": n_short, "id_format": f"{SHORT_PREFIX}_%05d, position in the short pool's order",
+             "text_source": short_source} if n_short else None
+    write_json_atomic(out_dir / "corpus.json", _corpus_info(summary, split_config, source, command, variation, short))
     return summary
 
 
@@ -374,7 +386,8 @@ def _finalise(out_dir: Path, planned: list[Planned], summary: BuildSummary,
 
 
 def _corpus_info(summary: BuildSummary, split_config: SplitConfig, source: dict[str, object],
-                 command: str | None, variation: Variation | None = None) -> dict[str, object]:
+                 command: str | None, variation: Variation | None = None,
+                 short: dict[str, object] | None = None) -> dict[str, object]:
     return {
         "name": "festival-slt-fortunes" + ("-varied" if variation else ""),
         "prosody_variation": variation.to_dict() if variation else None,
@@ -392,6 +405,7 @@ def _corpus_info(summary: BuildSummary, split_config: SplitConfig, source: dict[
                       else f"{ID_PREFIX}_%05d, position in the sentence order"),
         "command": command,
         "text_source": source,
+        "short_pool": short,
         "splits": {**split_config.to_dict(), "sizes": summary.splits},
         "tool_versions": _tool_versions(),
         "last_run": {
@@ -434,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="tiny-corpus rule: top up val/test to this many (capped at N//3)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per sentence before festival is restarted")
     ap.add_argument("--retry-failed", action="store_true", help="retry sentences listed in failures.jsonl")
+    ap.add_argument("--short", action="store_true",
+                    help="also the short pool (1-2 words, interjections; IDs slts_%%05d; fortunes only)")
     var = ap.add_argument_group("prosody variation (a one-to-many corpus; data_prep.prosody)")
     var.add_argument("--prosody-variation", type=int, default=0, metavar="R",
                      help="render each text R times with hidden random prosody (0 = Festival's own, once)")
@@ -447,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.prosody_variation < 0:
         ap.error("--prosody-variation must be >= 0")
+    if args.short and (args.prosody_variation or args.sentences is not None):
+        ap.error("--short goes with the fortunes corpus only (no --sentences, no --prosody-variation)")
     try:
         variation = Variation(args.prosody_variation, args.seed, ProsodyRanges(
             tuple(args.rate_range), tuple(args.pitch_range_cents), args.pause_prob, tuple(args.pause_range),
@@ -456,11 +474,20 @@ def main(argv: list[str] | None = None) -> int:
 
     config = sent.SentenceConfig(max_words=args.max_words)
     texts, source = load_texts(args.sentences, config)
+    short_texts, short_source = None, None
+    if args.short:
+        from recipes.bench.short_utterances import DEFAULT_TEXTS as GATE_TEXTS  # held out of the short pool
+
+        short_texts = sent.short_sentences(held_out=GATE_TEXTS)
+        short_source = {"kind": "debian-fortunes + data_prep.sentences.INTERJECTIONS",
+                        "sentence_config": vars(sent.SHORT_CONFIG), "held_out_gate_texts": list(GATE_TEXTS),
+                        "n_available": len(short_texts)}
     split_config = SplitConfig(args.test_fraction, args.val_fraction, args.min_per_split)
     command = "python -m data_prep.festival_corpus " + " ".join(sys.argv[1:] if argv is None else argv)
     try:
         summary = build_corpus(args.out, texts, args.n, max(1, args.jobs), source, split_config,
-                               args.timeout, args.retry_failed, command, variation)
+                               args.timeout, args.retry_failed, command, variation, short_texts,
+                               len(short_texts or []), short_source)
     except (FileNotFoundError, RuntimeError) as e:  # missing festival/sox/voice: say so, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -156,6 +156,45 @@ def filter_reason(sentence: str, config: SentenceConfig = SentenceConfig()) -> s
     return None
 
 
+# The short pool (`short_sentences`): utterances of one or two words, which the main pool's 3-word minimum leaves
+# out, so that a model has heard a lone word, a lone vowel and a phrase-final stressed schwa before a user types
+# "Uh?" (the gate of recipes.bench.short_utterances found the models trained without them quiet there).
+# (Letters-mostly at 0.5: "No." is two letters of three characters.)
+SHORT_CONFIG = SentenceConfig(min_words=1, max_words=2, min_letter_fraction=0.5, seed="slt-short-v1")
+
+# Everyday interjections and one-word answers, written for this project (the fortunes hold few: "What?" is the
+# only one of these there).  Each passes `filter_reason` under SHORT_CONFIG (tests/test_data_prep.py).  The texts of
+# the short-utterance gate are NOT here, and `short_sentences` drops any text that reads like one of them, so the
+# gate still tests words the model never heard alone; "Huh?", "Duh." and "Uh-huh." teach the phrase-final AH1
+# that its "Uh." needs.
+INTERJECTIONS: tuple[str, ...] = (
+    "Huh?", "Duh.", "Um.", "Uh-huh.", "Uh-oh!", "Ah.", "Aha!", "Ahem.", "Eh?", "Hmm.", "Mm-hmm.", "Oops.",
+    "Ouch!", "Whoa!", "Wow.", "Yay!", "Yes.", "Yeah.", "Yep.", "No.", "Nope.", "Okay.", "Sure.", "Maybe.",
+    "Thanks.", "Thank you.", "Hi.", "Hey!", "Bye.", "Goodbye.", "Please.", "Sorry?", "Why?", "Who?", "How?",
+    "When?", "Where?", "Which one?", "Really?", "Right.", "Fine.", "Good.", "Done.", "Wait.", "Come in.",
+    "Go on.", "Me?", "You?", "Us.", "Them.", "Now!", "Here.", "There.", "Ah, yes.", "Oh, no!", "Oh well.",
+    "Uh, sure.", "Huh, okay.", "Not now.", "Of course.", "Good night.", "See you.", "Me too.", "Why not?",
+)
+
+
+def _letters_key(text: str) -> str:
+    """"Uh?" and "uh." alike: the lower-case letters and spaces of a text (what is said, not how it ends)."""
+    return " ".join("".join(c for c in text.lower() if c.isalpha() or c.isspace()).split())
+
+
+def short_sentences(held_out: tuple[str, ...] = (), config: SentenceConfig = SHORT_CONFIG,
+                    fortunes_dir: Path = FORTUNES_DIR) -> list[str]:
+    """The short pool in its order: the fortunes' sentences of `config`'s lengths (1-2 words) and INTERJECTIONS,
+    filtered, deduplicated and ordered by a seeded hash as the main pool; a text whose letters are those of one of
+    `held_out` (the gate's texts) is dropped."""
+    raw = list(INTERJECTIONS)
+    for path in fortune_files(fortunes_dir):
+        for entry in read_entries(path):
+            raw.extend(split_sentences(entry_text(entry)))
+    banned = {_letters_key(t) for t in held_out}
+    return [s for s in select_sentences(raw, config) if _letters_key(s) not in banned]
+
+
 def fortune_files(fortunes_dir: Path = FORTUNES_DIR) -> list[Path]:
     """Text files of the installed fortune databases (not the .dat indexes or .u8 duplicates), sorted.
     A folder or file that resolves under /usr/share/doc is refused (`refuse_held_out`)."""

@@ -22,7 +22,7 @@ esac
 export OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE
 PY=".venv/bin/python"
 DATA=data/slt
-$PY -m data_prep.festival_corpus --n 10500 --out $DATA --jobs "$THREADS"
+$PY -m data_prep.festival_corpus --n 10500 --short --out $DATA --jobs "$THREADS"
 $PY -m data_prep.features --data $DATA --jobs "$THREADS"
 $PY -m recipes.extract_durations checkpoint=checkpoints/ar.pt data_root=$DATA threads="$THREADS" "${durations[@]}"
 start=$($PY -m recipes.carry start "$EXPERIMENT" "$@") || { [ $? -eq 3 ] && exit 0; exit 1; }

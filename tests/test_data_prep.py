@@ -82,6 +82,31 @@ def test_fortune_pool_is_large_and_clean() -> None:
     assert len({s.lower() for s in pool}) == len(pool)
 
 
+def test_short_pool_keeps_the_gate_texts_out_and_the_interjections_in(tmp_path: Path) -> None:
+    fortunes = tmp_path / "fortunes"
+    fortunes.mkdir()
+    # a tiny fortunes folder: a long sentence (main pool only), short ones, and the gate's "Oh." said otherwise
+    (fortunes / "f").write_text("Harp not on that string.\n%\nOh! Never.\n%\nGood luck. Uh?\n", encoding="utf-8")
+    pool = sentences.short_sentences(held_out=("Oh.", "Uh."), fortunes_dir=fortunes)
+    assert {"Never.", "Good luck."} <= set(pool) and "Harp not on that string." not in pool
+    assert "Oh!" not in pool and "Uh?" not in pool  # the gate's words, whatever the punctuation
+    assert set(sentences.INTERJECTIONS) <= set(pool)  # each passes the short filter
+    assert all(sentences.filter_reason(s, sentences.SHORT_CONFIG) is None for s in pool)
+    assert pool == sentences.short_sentences(held_out=("Oh.", "Uh."), fortunes_dir=fortunes)
+    # the interjections teach a phrase-final stressed schwa without the gate's own "Uh."
+    assert "Huh?" in pool and all(len(s.split()) <= 2 for s in pool)
+
+
+def test_short_pool_is_refused_beside_a_sentence_file_or_variation(tmp_path: Path) -> None:
+    (tmp_path / "s.txt").write_text("Harp not on that string.\n")
+    with pytest.raises(SystemExit):
+        festival_corpus.main(["--n", "1", "--out", str(tmp_path / "o"), "--sentences", str(tmp_path / "s.txt"),
+                              "--short"])
+    with pytest.raises(ValueError, match="deterministic corpus"):
+        festival_corpus.build_corpus(tmp_path / "o", ["Harp not on that string."], n=1, jobs=1, source={},
+                                     variation=festival_corpus.Variation(2), short_texts=["Yes."], n_short=1)
+
+
 # --- Festival protocol -----------------------------------------------------------------------------
 def test_scheme_string_escapes() -> None:
     assert scheme_string('say "hi" (now)') == r'"say \"hi\" (now)"'
@@ -156,6 +181,25 @@ def test_build_resume_and_rebuild_one(tmp_path: Path) -> None:
     assert corpus.wav_path(out, ids[1]).read_bytes() == original  # Festival is deterministic
     for i in (ids[0], ids[2]):
         assert corpus.wav_path(out, i).stat().st_mtime_ns == mtimes[i]
+
+
+@needs_festival
+def test_build_with_a_short_pool_keeps_the_main_ids(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    s = festival_corpus.build_corpus(out, TEXTS[2:], n=1, jobs=1, source={"kind": "test"},
+                                     split_config=splits.SplitConfig(min_per_split=1),
+                                     short_texts=["Huh?", "Yes."], n_short=2, short_source={"kind": "test"})
+    assert (s.n_synthesised, s.n_utterances, s.n_requested) == (3, 3, 3)
+    assert [u.id for u in corpus.read_metadata(out)] == ["slt_00001", "slts_00001", "slts_00002"]
+    assert [u.text for u in corpus.read_metadata(out)][1:] == ["Huh?", "Yes."]
+    info = corpus.read_corpus_info(out)
+    assert info["short_pool"]["n_requested"] == 2 and info["short_pool"]["id_format"].startswith("slts_")
+    assert sorted(sum((corpus.read_split(out, n) for n in splits.SPLIT_NAMES), [])) == [
+        "slt_00001", "slts_00001", "slts_00002"]
+    # the same build without the short pool: the main utterance is untouched (not re-synthesised)
+    s2 = festival_corpus.build_corpus(out, TEXTS[2:], n=1, jobs=1, source={"kind": "test"},
+                                      split_config=splits.SplitConfig(min_per_split=1))
+    assert (s2.n_synthesised, s2.n_already_done) == (0, 1)
 
 
 @needs_festival

@@ -22,7 +22,7 @@ def require_corpus(root: str | Path, features: bool = True) -> None:
     if not (root / "metadata.csv").is_file():
         raise MissingDataError(
             f"{root} is not a corpus (no metadata.csv): build one with python -m data_prep.festival_corpus "
-            f"--n 10500 --out {root}, or python -m data_prep.ljspeech --src LJSpeech-1.1 --out {root} "
+            f"--n 10500 --short --out {root}, or python -m data_prep.ljspeech --src LJSpeech-1.1 --out {root} "
             f"(or point data.root at yours)")
     if features and not (root / "features" / "stats.json").is_file():
         raise MissingDataError(f"{root} has no features yet: python -m data_prep.features --data {root}")
