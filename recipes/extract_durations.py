@@ -23,7 +23,7 @@ from tts.data.corpus import CorpusError, load_features, read_segments
 from tts.data.dataset import Collate, TTSDataset
 from data_prep.piper_corpus import alignments_path
 from tts.durations import (SPEECH_FLOOR, durations_from_segments, monotonic_alignment, onset_first_token,
-                           piper_segments, spans_in_seconds, word_boundary_error, word_spans_from_segments,
+                           piper_segments, speech_level, spans_in_seconds, word_boundary_error, word_spans_from_segments,
                            word_spans_from_tokens)
 from tts.training.cli import UsageError, recipe_entry, user_errors
 from tts.training.preflight import MissingDataError, require_corpus
@@ -63,8 +63,9 @@ OmegaConf.register_new_resolver("corpus_root", _corpus_root, replace=True)
 # segmentation ~0): a teacher whose attention skips phones, or alignments of another text.
 ZERO_FRAME_WARNING = 0.05
 # The first token holds nothing but the leading pause when its frames' mean energy is under SPEECH_FLOOR x the
-# utterance's median frame energy (tts.durations: the floor that speech passes): a NAR trained on such durations learns that a first phone is quiet and speaks
-# a lone vowel ("A.") near-silently.  Measured on data/slt val / test: Festival's segmentation 34 % / 43 % of
+# utterance's speech level (tts.durations: the floor that speech passes): a NAR trained on such durations learns that a first phone is quiet and speaks
+# a lone vowel ("A.") near-silently.  Measured on data/slt val / test (with the median as the reference, before
+# 2026-12-07): Festival's segmentation 34 % / 43 % of
 # utterances (its NAR speaks "A." at -35 dBFS), the 9,250-step AR teacher's attention 100 % / 100 % (its NAR: -71 dBFS;
 # checkpoints/README.md, "The NAR distilled from the AR teacher"): warn between the two
 SILENT_FIRST_WARNING = 0.75  # share of utterances
@@ -181,7 +182,7 @@ def evaluate(dataset: TTSDataset, out_dir: Path, frontend, reference: Path | Non
         zero += int(((d == 0) & np.array(phone_mask)).sum())
         total += int(sum(phone_mask))
         energy = load_features(dataset.root, uid, dataset.mel_config).energy.numpy()  # [T]
-        ratio = float(energy[: int(d[0])].mean() / max(float(np.median(energy)), 1e-8)) if d[0] > 0 else 0.0
+        ratio = float(energy[: int(d[0])].mean() / max(speech_level(energy), 1e-8)) if d[0] > 0 else 0.0
         first_ratio.append(ratio)
         silent_first += ratio < SPEECH_FLOOR
         try:
@@ -223,7 +224,7 @@ def warnings_for(report: dict) -> list[str]:
         silent = rep.get("first_token_silent_share", 0.0)
         if silent > SILENT_FIRST_WARNING:
             out.append(f"WARNING: {split}: in {silent:.0%} of utterances the first token holds only the leading pause "
-                       f"(its energy under {SPEECH_FLOOR:.0%} of the utterance's median; over "
+                       f"(its energy under {SPEECH_FLOOR:.0%} of the utterance's speech level; over "
                        f"{SILENT_FIRST_WARNING:.0%}): a NAR trained on them speaks a lone vowel near-silently "
                        "(check it with `python -m recipes.benchmark short`)")
     return out

@@ -265,6 +265,18 @@ def test_onset_first_token_moves_the_first_boundary_into_the_speech():
     assert speech_onset(np.zeros(5)) == 0
 
 
+def test_speech_onset_of_a_word_said_alone():
+    """Pauses fill most of a word said alone ("Ah.": 15 frames before it, 20 after, 18 of speech): the onset is where
+    the speech starts, not frame 0, which the median reference gave (the median of such an utterance is silence)."""
+    from tts.durations import leading_pause_cut, speech_onset
+
+    energy = np.r_[np.full(15, 0.06), np.linspace(30.0, 90.0, 18), np.full(20, 0.05)]
+    assert float(np.median(energy)) < 0.1 and speech_onset(energy) == 15
+    assert leading_pause_cut(np.array([15, 38]), energy, keep=2) == 13
+    # quiet speech is still speech: the reference is the utterance's own level
+    assert speech_onset(energy * 1e-3) == 15
+
+
 def test_leading_pause_cut_keeps_the_asked_pause_and_a_frame_of_the_first_token():
     from tts.durations import leading_pause_cut
 
