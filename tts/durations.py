@@ -51,9 +51,8 @@ def monotonic_alignment(attention: np.ndarray, max_skip: int = 1, eps: float = 1
 # The level of an utterance's speech: this percentile of its frame energies (L2 norm of the STFT magnitude).  Not
 # the median, which was the reference until 2026-12-07: in an utterance whose pauses fill half its frames (a word
 # said alone, data_prep's short pool) the median is a silence level and every frame passes a share of it, so the
-# onset came out at frame 0-2 in 13 % of the short pool's utterances and their first phone kept the whole leading
-# pause.  On the 10 500 sentences of data/slt the two references put the onset on the same frame in 91 % of
-# utterances and within 2 frames in 99.3 % (an inline measurement when the reference changed).
+# onset came out at the first frames and the first phone kept the whole leading pause (tests/test_durations.py).
+# In a sentence, where speech fills most frames, the two references agree to a frame or two.
 SPEECH_LEVEL_PERCENTILE = 90.0
 # A frame is speech once its energy passes this share of the speech level; before the first such frame is the
 # leading pause.
