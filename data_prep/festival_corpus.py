@@ -15,10 +15,10 @@ renditions of a text together, hashed by the `slt_%05d` ID of the same text, so 
 the ones the deterministic corpus holds out too.
 
 IDs are `slt_00001`, ... in the sentence order of data_prep.sentences (seeded hash order), so the
-first N of a larger build are the same utterances as a build with --n N.  With --short the whole short
-pool (data_prep.sentences.short_sentences: one- and two-word sentences and interjections, which the main pool
-leaves out) are added as `slts_00001`, ... in their own order, so the main corpus's IDs, texts and splits stay as
-they were; the texts of the short-utterance gate (recipes.bench.short_utterances) are kept out of that pool. J shards = J threads, each
+first N of a larger build are the same utterances as a build with --n N.  --short adds the whole short pool
+(data_prep.sentences.short_sentences: one- and two-word sentences and interjections, which the main pool leaves
+out) as `slts_00001`, ... in its own order, so the main corpus's IDs, texts and splits stay as they were; the texts
+of the short-utterance gate (recipes.bench.short_utterances) are kept out of that pool.  J shards = J threads, each
 driving one long-running `festival` process (the work happens in the child processes, so threads are
 enough). Resumable: an utterance whose wav and segments json exist (json written last, with its text)
 is skipped; a killed run loses only the utterances in flight, whose temp files are swept on restart.

@@ -45,7 +45,7 @@ def save(run: Path, dst: Path) -> int:
 
 def experiment_steps(carried: Path, init_from: str | None, partial: bool) -> int:
     """Steps this experiment has trained behind `carried`.  Its steps_behind also counts those behind the
-    experiment's own first warm start (nar_joe starts from the slt voice's nar_block.pt, whose steps are
+    experiment's own first warm start (nar_joe starts from the slt voice's carry/nar_block_festival.pt, whose steps are
     not joe's), except for a partial one (init_from_only: another architecture's parts, counted apart as
     init_from_steps), whose schedule began at 0."""
     base = 0 if partial or not init_from else steps_behind(read_raw(init_from))
