@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 34's distilled NAR, from a fresh machine to its checkpoint, resumable at every stage (run it again after
-# a kill): the slt corpus (10 500 sentences) and its features skip finished utterances, the shipped AR teacher
+# a kill): the slt corpus (10 500 sentences and, since 2026-12-07, the short pool) and its features skip finished utterances, the shipped AR teacher
 # (checkpoints/ar.pt) aligns data/slt (~25 min on 2 cores; utterances already aligned are skipped), then the
 # experiment trains from last.ckpt, or from carry/EXPERIMENT.pt on another machine.
 #   THREADS=2 nohup scripts/train_nar_teacher.sh > /tmp/nar_teacher.log 2>&1 &
