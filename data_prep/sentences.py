@@ -187,12 +187,9 @@ def short_sentences(held_out: tuple[str, ...] = (), config: SentenceConfig = SHO
     """The short pool in its order: the fortunes' sentences of `config`'s lengths (1-2 words) and INTERJECTIONS,
     filtered, deduplicated and ordered by a seeded hash as the main pool; a text whose letters are those of one of
     `held_out` (the gate's texts) is dropped."""
-    raw = list(INTERJECTIONS)
-    for path in fortune_files(fortunes_dir):
-        for entry in read_entries(path):
-            raw.extend(split_sentences(entry_text(entry)))
     banned = {_letters_key(t) for t in held_out}
-    return [s for s in select_sentences(raw, config) if _letters_key(s) not in banned]
+    pool = select_sentences([*INTERJECTIONS, *raw_fortune_sentences(fortunes_dir)], config)
+    return [s for s in pool if _letters_key(s) not in banned]
 
 
 def fortune_files(fortunes_dir: Path = FORTUNES_DIR) -> list[Path]:
@@ -228,13 +225,18 @@ def select_sentences(sentences: list[str], config: SentenceConfig = SentenceConf
     return sorted(seen.values(), key=lambda s: order_key(s, config.seed))
 
 
-def fortune_sentences(config: SentenceConfig = SentenceConfig(), fortunes_dir: Path = FORTUNES_DIR) -> list[str]:
-    """All usable sentences of the installed fortunes, in the corpus order."""
+def raw_fortune_sentences(fortunes_dir: Path = FORTUNES_DIR) -> list[str]:
+    """Every sentence of the installed fortunes, unfiltered, in file order."""
     raw = []
     for path in fortune_files(fortunes_dir):
         for entry in read_entries(path):
             raw.extend(split_sentences(entry_text(entry)))
-    return select_sentences(raw, config)
+    return raw
+
+
+def fortune_sentences(config: SentenceConfig = SentenceConfig(), fortunes_dir: Path = FORTUNES_DIR) -> list[str]:
+    """All usable sentences of the installed fortunes, in the corpus order."""
+    return select_sentences(raw_fortune_sentences(fortunes_dir), config)
 
 
 def source_provenance(fortunes_dir: Path = FORTUNES_DIR) -> dict[str, object]:
