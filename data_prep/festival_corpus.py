@@ -302,7 +302,8 @@ def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dic
     """Synthesise the first `n` of `texts` (and the first `n_short` of `short_texts`, IDs SHORT_PREFIX) into
     `out_dir` (resuming), then write metadata/splits/corpus.json."""
     if n_short and (variation is not None or short_texts is None):
-        raise ValueError("a short pool goes with the deterministic corpus only (no prosody variation), and needs its texts")
+        raise ValueError("a short pool goes with the deterministic corpus only (no prosody variation), "
+                         "and needs its texts")
     t0 = time.monotonic()
     if shutil.which("sox") is None:
         raise FileNotFoundError("`sox` not found on PATH: apt-get install -y --no-install-recommends sox")

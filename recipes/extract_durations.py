@@ -23,8 +23,8 @@ from tts.data.corpus import CorpusError, load_features, read_segments
 from tts.data.dataset import Collate, TTSDataset
 from data_prep.piper_corpus import alignments_path
 from tts.durations import (SPEECH_FLOOR, durations_from_segments, monotonic_alignment, onset_first_token,
-                           piper_segments, speech_level, spans_in_seconds, word_boundary_error, word_spans_from_segments,
-                           word_spans_from_tokens)
+                           piper_segments, spans_in_seconds, speech_level, word_boundary_error,
+                           word_spans_from_segments, word_spans_from_tokens)
 from tts.training.cli import UsageError, recipe_entry, user_errors
 from tts.training.preflight import MissingDataError, require_corpus
 
@@ -63,8 +63,8 @@ OmegaConf.register_new_resolver("corpus_root", _corpus_root, replace=True)
 # segmentation ~0): a teacher whose attention skips phones, or alignments of another text.
 ZERO_FRAME_WARNING = 0.05
 # The first token holds nothing but the leading pause when its frames' mean energy is under SPEECH_FLOOR x the
-# utterance's speech level (tts.durations: the floor that speech passes): a NAR trained on such durations learns that a first phone is quiet and speaks
-# a lone vowel ("A.") near-silently.  Measured on data/slt val / test (with the median as the reference, before
+# utterance's speech level (tts.durations: the floor that speech passes): a NAR trained on such durations learns
+# that a first phone is quiet and speaks a lone vowel ("A.") near-silently.  Measured on data/slt val / test (with the median as the reference, before
 # 2026-12-07): Festival's segmentation 34 % / 43 % of
 # utterances (its NAR speaks "A." at -35 dBFS), the 9,250-step AR teacher's attention 100 % / 100 % (its NAR: -71 dBFS;
 # checkpoints/README.md, "The NAR distilled from the AR teacher"): warn between the two
