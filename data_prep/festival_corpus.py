@@ -298,12 +298,12 @@ def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dic
                  split_config: SplitConfig = SplitConfig(), timeout_s: float = 120.0,
                  retry_failed: bool = False, command: str | None = None,
                  variation: Variation | None = None, short_texts: list[str] | None = None,
-                 n_short: int = 0, short_source: dict[str, object] | None = None) -> BuildSummary:
-    """Synthesise the first `n` of `texts` (and the first `n_short` of `short_texts`, IDs SHORT_PREFIX) into
-    `out_dir` (resuming), then write metadata/splits/corpus.json."""
-    if n_short and (variation is not None or short_texts is None):
-        raise ValueError("a short pool goes with the deterministic corpus only (no prosody variation), "
-                         "and needs its texts")
+                 short_source: dict[str, object] | None = None) -> BuildSummary:
+    """Synthesise the first `n` of `texts` (and every one of `short_texts`, IDs SHORT_PREFIX) into `out_dir`
+    (resuming), then write metadata/splits/corpus.json."""
+    short_texts = short_texts or []
+    if short_texts and variation is not None:
+        raise ValueError("a short pool goes with the deterministic corpus only (no prosody variation)")
     t0 = time.monotonic()
     if shutil.which("sox") is None:
         raise FileNotFoundError("`sox` not found on PATH: apt-get install -y --no-install-recommends sox")
@@ -315,12 +315,11 @@ def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dic
         p.unlink()
 
     planned = plan_varied(texts, n, variation) if variation else plan(texts, n)
-    if n_short:
-        planned += plan(short_texts or [], n_short, SHORT_PREFIX)
+    planned += plan(short_texts, len(short_texts), SHORT_PREFIX)
     earlier_failures = {} if retry_failed else _read_failures(out_dir)
     if retry_failed:
         (out_dir / "failures.jsonl").unlink(missing_ok=True)
-    summary = BuildSummary(out_dir=str(out_dir), n_requested=n + n_short)
+    summary = BuildSummary(out_dir=str(out_dir), n_requested=n + len(short_texts))
     work: queue.Queue[Planned] = queue.Queue()
     for item in planned:
         if is_done(out_dir, item):
@@ -360,8 +359,8 @@ def build_corpus(out_dir: Path, texts: list[str], n: int, jobs: int, source: dic
 
     summary = _finalise(out_dir, planned, summary, split_config)
     summary.wall_seconds = time.monotonic() - t0
-    short = {"n_requested": n_short, "id_format": f"{SHORT_PREFIX}_%05d, position in the short pool's order",
-             "text_source": short_source} if n_short else None
+    short = {"n_requested": len(short_texts), "id_format": f"{SHORT_PREFIX}_%05d, position in the short pool's order",
+             "text_source": short_source} if short_texts else None
     write_json_atomic(out_dir / "corpus.json", _corpus_info(summary, split_config, source, command, variation, short))
     return summary
 
@@ -475,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = sent.SentenceConfig(max_words=args.max_words)
     texts, source = load_texts(args.sentences, config)
-    short_texts, short_source = None, None
+    short_texts, short_source = [], None
     if args.short:
         from recipes.bench.short_utterances import DEFAULT_TEXTS as GATE_TEXTS  # held out of the short pool
 
@@ -487,8 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m data_prep.festival_corpus " + " ".join(sys.argv[1:] if argv is None else argv)
     try:
         summary = build_corpus(args.out, texts, args.n, max(1, args.jobs), source, split_config,
-                               args.timeout, args.retry_failed, command, variation, short_texts,
-                               len(short_texts or []), short_source)
+                               args.timeout, args.retry_failed, command, variation, short_texts, short_source)
     except (FileNotFoundError, RuntimeError) as e:  # missing festival/sox/voice: say so, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2

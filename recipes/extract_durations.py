@@ -64,8 +64,8 @@ OmegaConf.register_new_resolver("corpus_root", _corpus_root, replace=True)
 ZERO_FRAME_WARNING = 0.05
 # The first token holds nothing but the leading pause when its frames' mean energy is under SPEECH_FLOOR x the
 # utterance's speech level (tts.durations: the floor that speech passes): a NAR trained on such durations learns
-# that a first phone is quiet and speaks a lone vowel ("A.") near-silently.  Measured on data/slt val / test (with the median as the reference, before
-# 2026-12-07): Festival's segmentation 34 % / 43 % of
+# that a first phone is quiet and speaks a lone vowel ("A.") near-silently.  Measured on data/slt val / test (with
+# the median as the reference, before 2026-12-07): Festival's segmentation 34 % / 43 % of
 # utterances (its NAR speaks "A." at -35 dBFS), the 9,250-step AR teacher's attention 100 % / 100 % (its NAR: -71 dBFS;
 # checkpoints/README.md, "The NAR distilled from the AR teacher"): warn between the two
 SILENT_FIRST_WARNING = 0.75  # share of utterances

@@ -104,7 +104,7 @@ def test_short_pool_is_refused_beside_a_sentence_file_or_variation(tmp_path: Pat
                               "--short"])
     with pytest.raises(ValueError, match="deterministic corpus"):
         festival_corpus.build_corpus(tmp_path / "o", ["Harp not on that string."], n=1, jobs=1, source={},
-                                     variation=festival_corpus.Variation(2), short_texts=["Yes."], n_short=1)
+                                     variation=festival_corpus.Variation(2), short_texts=["Yes."])
 
 
 # --- Festival protocol -----------------------------------------------------------------------------
@@ -188,7 +188,7 @@ def test_build_with_a_short_pool_keeps_the_main_ids(tmp_path: Path) -> None:
     out = tmp_path / "c"
     s = festival_corpus.build_corpus(out, TEXTS[2:], n=1, jobs=1, source={"kind": "test"},
                                      split_config=splits.SplitConfig(min_per_split=1),
-                                     short_texts=["Huh?", "Yes."], n_short=2, short_source={"kind": "test"})
+                                     short_texts=["Huh?", "Yes."], short_source={"kind": "test"})
     assert (s.n_synthesised, s.n_utterances, s.n_requested) == (3, 3, 3)
     assert [u.id for u in corpus.read_metadata(out)] == ["slt_00001", "slts_00001", "slts_00002"]
     assert [u.text for u in corpus.read_metadata(out)][1:] == ["Huh?", "Yes."]

@@ -6,7 +6,8 @@
 A model can score well on sentences and still fail here: the first phone of an utterance carries its leading pause
 in the training durations (Festival's segmentation and the AR teacher's alike), so a model whose energy predictor
 learnt "a first phone is mostly silence" speaks a lone vowel near-silently (the NAR distilled from the AR teacher:
-checkpoints/README.md; cured by cutting that pause at training time, `data.lead_pause_frames`).  The level is the RMS of the whole wave in dB full scale; a text fails when its quietest
+checkpoints/README.md; cured by cutting that pause at training time, `data.lead_pause_frames`).  The level is the
+RMS of the whole wave in dB full scale; a text fails when its quietest
 speed is below `--floor-db` (tests/test_api_hostile.py holds the shipped voice to the same bound) or when its levels
 over the speeds spread by 6 dB or more.  Prints one markdown table (a row per checkpoint and text) and writes it,
 with the numbers, to OUT/short_utterances.{md,json}; exit status 1 when any text fails.
